@@ -1,0 +1,84 @@
+/*
+ * main.c - kestrel-eval entry point: the subcommand table and the dispatcher.
+ * Each command family lives in its own cmd_*.c file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const cli_command commands[] = {
+    /* name, function, usage, summary */
+    {"logits", cmd_logits, "--engine cpu|cuda|PATH --model FILE.gguf --tokens 1,2,3 [--out FILE.npy] [--top K] [--options OPTS]",
+     "run tokens teacher-forced and write (T, vocab) logits or print the top-K"},
+    {"inspect", cmd_inspect, "FILE [--kv-only] [--tensors-only]",
+     "print a GGUF model's or oracle dump's metadata and tensor table"},
+    /* KESTREL-COMMANDS: one line per command; keep this marker for the other families */
+};
+
+static const cli_command *find_command(const char *name) {
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(commands[i].name, name) == 0) return &commands[i];
+    return NULL;
+}
+
+void cli_error(const char *fmt, ...) {
+    va_list ap;
+    fputs("kestrel-eval: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_usage(const char *cmd) {
+    const cli_command *c = find_command(cmd);
+    if (c) fprintf(stderr, "usage: kestrel-eval %s %s\n", c->name, c->usage);
+    return EXIT_USAGE;
+}
+
+static void print_help(FILE *f) {
+    fprintf(f, "usage: kestrel-eval <command> [args]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'kestrel-eval help <command>' shows a command's arguments.\n"
+               "Exit codes: 0 ok, 1 gate failed / regressed / crashed, 2 usage or input error.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_help(stderr);
+        return EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        if (argc > 2 && find_command(argv[2])) {
+            const cli_command *c = find_command(argv[2]);
+            printf("usage: kestrel-eval %s %s\n  %s\n", c->name, c->usage, c->summary);
+            return EXIT_OK;
+        }
+        print_help(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+        printf("kestrel-eval %s\n", PACKAGE_VERSION);
+        return EXIT_OK;
+    }
+    const cli_command *c = find_command(name);
+    if (!c) {
+        cli_error("unknown command '%s' (try 'kestrel-eval help')", name);
+        return EXIT_USAGE;
+    }
+    int rc = c->fn(argc - 1, argv + 1);
+    /* like git: a command whose output could not be written has failed */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_error("error writing standard output: %s", strerror(errno));
+        return rc ? rc : EXIT_USAGE;
+    }
+    return rc;
+}
