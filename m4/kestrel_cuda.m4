@@ -28,7 +28,7 @@ AC_DEFUN([KESTREL_CHECK_CUDA], [
       AS_IF([test -z "$CUDA_PATH"], [CUDA_PATH=`dirname "$NVCC"`; CUDA_PATH=`dirname "$CUDA_PATH"`])
       AC_MSG_CHECKING([whether $NVCC compiles for $CUDA_ARCH])
       cat > conftest.cu <<'_KEOF'
-__global__ void k(float *x) { x[threadIdx.x] += 1.0f; }
+__global__ void k(float *x) { x@<:@threadIdx.x@:>@ += 1.0f; }
 int main(void) { float *d = 0; cudaError_t e = cudaMalloc(&d, 4); (void)e; k<<<1, 1>>>(d); return 0; }
 _KEOF
       AS_IF([$NVCC -arch=$CUDA_ARCH -o conftest.cuda conftest.cu >&AS_MESSAGE_LOG_FD 2>&1],

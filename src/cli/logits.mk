@@ -1,0 +1,1 @@
+# src/cli/logits.mk: kestrel_eval_SOURCES += ... and TESTS += ... for this family

@@ -1,0 +1,1 @@
+# src/cli/perf.mk: kestrel_eval_SOURCES += ... and TESTS += ... for this family

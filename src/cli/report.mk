@@ -1,0 +1,1 @@
+# src/cli/report.mk: kestrel_eval_SOURCES += ... and TESTS += ... for this family
