@@ -103,6 +103,13 @@ typedef struct kestrel_engine_api {
      * Writes at most cap entries, *n receives the number available. */
     int (*profile)(kestrel_engine *e, kestrel_prof_entry *out, int32_t cap, int32_t *n);
 
+    /* Streaming-read bandwidth of the engine's device, measured now (the floor every
+     * decode-bench is compared with). No model needed: options as for open().
+     * Reads `bytes` per pass, `iterations` timed passes after one warm-up;
+     * *gbps receives the median GB/s (1e9 bytes/s). */
+    int (*bandwidth_probe)(const char *options, uint64_t bytes, int32_t iterations, double *gbps,
+                           char *err, size_t err_len);
+
     /* Message of the last failed call on this handle ("" if none). */
     const char *(*last_error)(kestrel_engine *e);
 

@@ -86,7 +86,7 @@ int engine_lib_open(const char *spec, engine_lib *out, char *err, size_t err_len
                  api->struct_size, sizeof(kestrel_engine_api));
         goto fail;
     }
-    if (!api->open || !api->info || !api->reset || !api->forward || !api->readback || !api->profile ||
+    if (!api->open || !api->info || !api->reset || !api->forward || !api->readback || !api->profile || !api->bandwidth_probe ||
         !api->last_error || !api->close) {
         snprintf(err, err_len, "%s: engine function table has NULL entries", path);
         goto fail;
