@@ -33,6 +33,7 @@ int cmd_history(int argc, char **argv);
 int cmd_query(int argc, char **argv);
 int cmd_ab(int argc, char **argv);
 int cmd_gen_model(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 /* Print "kestrel-eval: <msg>\n" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -130,7 +130,10 @@ int gguf_writer_begin_data(gguf_writer *w);
 /* Append bytes of the current tensor; may be called several times per tensor (streaming).
  * Alignment padding between tensors is inserted automatically. */
 int gguf_writer_write(gguf_writer *w, const void *data, uint64_t n);
-/* Check every declared tensor got exactly its bytes, flush, fsync, rename. */
+/* Check every declared tensor got exactly its bytes, flush, fsync, rename.
+ * On success the writer is freed; on failure it is still the caller's: read
+ * gguf_writer_error(w), then gguf_writer_abort(w). A failed call of any
+ * writer function makes every later one fail with the first error. */
 int gguf_writer_finish(gguf_writer *w);
 /* Abandon: close and remove the temporary file. NULL is fine. */
 void gguf_writer_abort(gguf_writer *w);

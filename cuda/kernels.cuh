@@ -1,0 +1,145 @@
+/*
+ * cuda/kernels.cuh - the CUDA kernels of libkestrel-cuda.so, one launcher per
+ * op. Each op carries the name of its CPU twin in src/engine-cpu/ops.h
+ * (rmsnorm, l2norm, gdn_beta_g, conv_step, delta_step, gated_rmsnorm,
+ * rope_neox, attention, swiglu, matvec, ...), and cuda/test_kernels.cu
+ * validates each launcher against that twin before anything is timed.
+ *
+ * Launchers enqueue on `st` and return the launch status
+ * (cudaGetLastError()); they never synchronise, allocate or print.
+ * Shapes: D model dim, V vocab, C conv_dim, K conv kernel, kh/vh key/value
+ * heads of a GDN layer with kd/vd per head, nh/nkv attention heads, hd head_dim.
+ * All activations are f32.
+ *
+ * Not here: weight loading (model.cu), the GGUF side (cuda_engine.cu).
+ */
+#ifndef KESTREL_CUDA_KERNELS_CUH
+#define KESTREL_CUDA_KERNELS_CUH
+
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+/* A weight matrix resident on the device, rows x cols (torch [out, in];
+ * ggml ne = {cols, rows}). Layout by type (docs/cuda-engine.md):
+ *   F32  : data = float[rows][cols]
+ *   F16  : data = __half[rows][cols]
+ *   BF16 : data = uint16_t (bf16 bits)[rows][cols]
+ *   Q8_0 : data = int8_t[rows][cols/32][32] (quants only), d = __half[rows][cols/32]
+ *   Q4_0, layout 0 (cols % 1024 != 0):
+ *          data = uint8_t[rows][cols/32][16] (ggml nibble order: byte j = w[j] low, w[j+16] high),
+ *          d = __half[rows][cols/32]
+ *   Q4_0, layout 1 (cols % 1024 == 0, every real Qwen3.5 shape): "lane-interleaved superblocks"
+ *          data = uint8_t[rows][cols/1024][32 lanes][16],
+ *          d = __half[rows][cols/1024][4 groups g][8 k] (the scale of ggml block s*32 + 4k + g:
+ *          lane l loads the 8 scales of its column groups, group g = l/8, as one 16 bytes);
+ *          the 16 bytes of lane l in superblock s hold the 32 weights of columns
+ *          s*1024 + k*128 + 4*l + j (k = 0..7, j = 0..3) as nibble m = 4*k + j
+ *          (byte m/2, low nibble when m is even), stored as (nibble value) = q + 8.
+ *          One 16-byte load per lane covers 32 weights, and the matching activations
+ *          are read by the warp as 8 coalesced 512-byte float4 rows.
+ * Quantised rows are split into a quant plane and a scale plane so that the
+ * quants are aligned 16-byte loads. */
+typedef struct kc_mat {
+    uint32_t type; /* enum ggml_type */
+    int32_t layout; /* 0, or 1 for the q4_0 superblock layout (kc_mat_layout) */
+    int32_t rows, cols;
+    void *data;
+    __half *d; /* quantised types only */
+} kc_mat;
+
+/* 1 when the GEMV kernels support this matrix (type known, cols % 32 == 0). */
+int kc_mat_supported(uint32_t type, int64_t cols);
+/* Device bytes of the data plane and of the scale plane of a rows x cols matrix. */
+uint64_t kc_mat_data_bytes(uint32_t type, int64_t rows, int64_t cols);
+uint64_t kc_mat_scale_bytes(uint32_t type, int64_t rows, int64_t cols);
+/* The device layout kc_mat_repack_dev produces for this type and width. */
+int kc_mat_layout(uint32_t type, int64_t cols);
+/* Repack `rows` quantised ggml rows (src_dev: the raw GGUF bytes, on the device) into the
+ * data and scale planes above (device), on stream st. */
+cudaError_t kc_mat_repack_dev(uint32_t type, int64_t rows, int64_t cols, const void *src_dev, void *data_out,
+                              void *scale_out, cudaStream_t st);
+
+/* ---- GEMV (twin: matvec) ---- */
+/* y (rows,) = W (rows, cols) . x (cols,); accumulate != 0: y += W . x (fused residual add). */
+cudaError_t kc_matvec(const kc_mat *W, const float *x, float *y, int accumulate, cudaStream_t st);
+/* Two matrices with the same cols and type in ONE launch (the beta/alpha projections):
+ * y0 (W0.rows,) = W0 . x, y1 (W1.rows,) = W1 . x. Each row is the same code as kc_matvec,
+ * so results are bit-identical to two kc_matvec launches. */
+cudaError_t kc_matvec2(const kc_mat *W0, const kc_mat *W1, const float *x, float *y0, float *y1,
+                       cudaStream_t st);
+/* SwiGLU fused with its gate/up GEMV (twin: swiglu after two matvecs):
+ * y (rows,) = silu(G . x) * (U . x), G, U (rows, cols). */
+cudaError_t kc_matvec_swiglu(const kc_mat *G, const kc_mat *U, const float *x, float *y,
+                             cudaStream_t st);
+/* y (cols,) = row `*tok` of E (rows, cols) decoded to f32 (token embedding). tok: device (1,). */
+cudaError_t kc_embed(const kc_mat *E, const int32_t *tok, float *y, cudaStream_t st);
+
+/* ---- norms ---- */
+/* twin rmsnorm, per row r < rows: y[r*ys + i] = x[r*xs + i] * rsqrt(mean(x_r^2) + eps) * w[i].
+ * x (rows, xs) with n <= xs used, w (n,), y (rows, ys). In place allowed when xs == ys. */
+cudaError_t kc_rmsnorm(const float *x, int xs, const float *w, float *y, int ys, int rows, int n,
+                       float eps, cudaStream_t st);
+/* twin l2norm: per head y = x * rsqrt(sum(x^2) + 1e-6) * scale. x, y (nh, d); in place allowed. */
+cudaError_t kc_l2norm(const float *x, float *y, int nh, int d, float scale, cudaStream_t st);
+/* twin gated_rmsnorm: y[h] = w * (o[h] * rsqrt(mean(o[h]^2) + eps)) * silu(z[h]).
+ * o, z, y (vh, vd), w (vd,). */
+cudaError_t kc_gated_rmsnorm(const float *o, const float *z, const float *w, float *y, int vh, int vd,
+                             float eps, cudaStream_t st);
+
+/* ---- GDN ---- */
+/* twin gdn_beta_g: beta = sigmoid(b); g = ssm_a * softplus(a + dt_bias) (ssm_a = -exp(A_log)).
+ * b, a, ssm_a, dt_bias, beta, g: (vh,). */
+cudaError_t kc_gdn_beta_g(const float *b, const float *a, const float *ssm_a, const float *dt_bias,
+                          float *beta, float *g, int vh, cudaStream_t st);
+/* twin conv_step: depthwise causal conv over [hist..., x] + SiLU, then the history advances.
+ * x (C,) raw projection, hist (K-1, C) oldest first, w (C, K) (tap K-1 multiplies x), y (C,). */
+cudaError_t kc_conv_step(const float *x, float *hist, const float *w, float *y, int C, int K,
+                         cudaStream_t st);
+/* twin delta_step, one token of the gated delta rule for all v-heads:
+ * S (vh, kd, vd) updated in place; q, k (kh, kd) normed; v (vh, vd); g, beta (vh,); o (vh, vd).
+ * v-head h reads k-head h % kh (GGUF tiled order).
+ * variant: 0 = generic (S read/written in global memory inside the loops),
+ *          1 = register-resident (kd == vd == 128 only), -1 = pick (1 when the shape allows). */
+cudaError_t kc_delta_step(float *S, const float *q, const float *k, const float *v, const float *g,
+                          const float *beta, float *o, int kh, int kd, int vh, int vd, int variant,
+                          cudaStream_t st);
+
+/* ---- attention ---- */
+/* twin rope_neox: rotate_half RoPE on the first rd channels of each head.
+ * x (nh, hd) in place; pos: device (1,). */
+cudaError_t kc_rope_neox(float *x, int nh, int hd, int rd, float base, const int32_t *pos,
+                         cudaStream_t st);
+/* KV cache append at position *pos: kc, vc (ctx, nkv, hd) <- k, v (nkv, hd). */
+cudaError_t kc_kv_append(const float *k, const float *v, float *kc, float *vc, int nkv, int hd,
+                         const int32_t *pos, cudaStream_t st);
+/* twin attention: GQA decode attention over positions 0..*pos with the sigmoid output gate.
+ * q (nh, hd) normed+roped; kc, vc (ctx, nkv, hd); gate (nh, gs) with the gate of head h at
+ * gate[h*gs .. h*gs+hd); out (nh, hd) = softmax(q.k^T * scale) . v * sigmoid(gate).
+ * q-head h reads kv-head h / (nh/nkv). ctx bounds the shared-memory score buffer. */
+cudaError_t kc_attention(const float *q, const float *kc, const float *vc, const float *gate, int gs,
+                         float *out, int nh, int nkv, int hd, int ctx, float scale,
+                         const int32_t *pos, cudaStream_t st);
+/* Largest ctx kc_attention serves (shared-memory bound), and the one-time setup
+ * (raises the kernel's dynamic shared-memory limit; call before graph capture). */
+int kc_attention_max_ctx(void);
+cudaError_t kc_attention_setup(int ctx, int hd);
+
+/* ---- misc ---- */
+/* Device argmax (ties to the lowest id): out[*idx] = argmax(x (n,)); idx: device (1,) or NULL (= 0). */
+cudaError_t kc_argmax(const float *x, int n, int32_t *out, const int32_t *idx, cudaStream_t st);
+/* Decode-step control block on the device: the graph-captured step reads it. */
+typedef struct kc_ctl {
+    int32_t pos; /* position of the token being decoded */
+    int32_t idx; /* index of that token in the current forward() batch */
+    int32_t tok; /* token id (set by kc_ctl_begin) */
+    int32_t pad;
+} kc_ctl;
+/* ctl->tok = tokens[ctl->idx]. tokens: device (n,) */
+cudaError_t kc_ctl_begin(kc_ctl *ctl, const int32_t *tokens, cudaStream_t st);
+/* ctl->pos++, ctl->idx++ */
+cudaError_t kc_ctl_end(kc_ctl *ctl, cudaStream_t st);
+/* Streaming read of buf (n16 16-byte words); sink (1,) receives a value that depends on all of it. */
+cudaError_t kc_stream_read(const uint4 *buf, uint64_t n16, uint32_t *sink, int blocks, cudaStream_t st);
+
+#endif

@@ -1,0 +1,451 @@
+/*
+ * cuda/model.cu - device memory, the decode step of every layer, CUDA Graph
+ * capture of the whole step, and per-kernel profiling (see model.cuh).
+ *
+ * The step reads the token id and the position from a small device control
+ * block (kc_ctl), so one captured graph replays for every token; the host
+ * only uploads the token ids of a forward() call once.
+ */
+#include "model.cuh"
+#include "kestrel/engine.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void kc_set_cuda_err(kc_model *m, cudaError_t e, const char *what, const char *file, int line,
+                     const char *func)
+{
+    const char *base = strrchr(file, '/');
+    (void)what;
+    snprintf(m->err, sizeof m->err, "%s (%s) at %s:%d in %s", cudaGetErrorName(e), cudaGetErrorString(e),
+             base ? base + 1 : file, line, func);
+    (void)cudaGetLastError(); /* clear a sticky-free launch error so later calls are not blamed */
+}
+
+void kc_set_err(kc_model *m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->err, sizeof m->err, fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------------ memory */
+
+int kc_alloc(kc_model *m, void **out, size_t bytes)
+{
+    int rc = -1;
+    void *p = NULL;
+    *out = NULL;
+    if (bytes == 0) bytes = 16;
+    if (m->vram_limit && m->bytes + bytes > m->vram_limit) {
+        kc_set_err(m, "out of device memory: %llu bytes needed beyond the %llu already allocated "
+                      "(vram_limit=%llu)",
+                   (unsigned long long)bytes, (unsigned long long)m->bytes,
+                   (unsigned long long)m->vram_limit);
+        goto cleanup;
+    }
+    if (m->n_allocs == m->cap_allocs) {
+        size_t nc = m->cap_allocs ? 2 * m->cap_allocs : 256;
+        void **na = (void **)realloc(m->allocs, nc * sizeof *na);
+        if (!na) {
+            kc_set_err(m, "out of host memory");
+            goto cleanup;
+        }
+        m->allocs = na;
+        m->cap_allocs = nc;
+    }
+    KC_CK(m, cudaMalloc(&p, bytes));
+    m->allocs[m->n_allocs++] = p;
+    m->bytes += bytes;
+    KC_CK(m, cudaMemset(p, 0, bytes));
+    *out = p;
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t cols, const void *src,
+                  const char *what)
+{
+    int rc = -1;
+    void *raw = NULL;
+    const uint64_t db = kc_mat_data_bytes(type, rows, cols), sb = kc_mat_scale_bytes(type, rows, cols);
+    memset(out, 0, sizeof *out);
+    if (!kc_mat_supported(type, cols) || rows <= 0 || rows > 0x7fffffff) {
+        kc_set_err(m, "tensor '%s': type %u with %lld columns is not supported by the CUDA GEMV "
+                      "(needs f32/f16/bf16/q8_0/q4_0 and columns %% 32 == 0)",
+                   what, type, (long long)cols);
+        goto cleanup;
+    }
+    out->type = type;
+    out->layout = kc_mat_layout(type, cols);
+    out->rows = (int32_t)rows;
+    out->cols = (int32_t)cols;
+    if (kc_alloc(m, &out->data, db)) goto cleanup;
+    if (sb && kc_alloc(m, (void **)&out->d, sb)) goto cleanup;
+    if (sb) {
+        /* raw GGUF blocks to a temporary device buffer, repacked there (not counted in vram_limit) */
+        KC_CK(m, cudaMalloc(&raw, db + sb));
+        KC_CK(m, cudaMemcpy(raw, src, db + sb, cudaMemcpyHostToDevice));
+        KC_CK(m, kc_mat_repack_dev(type, rows, cols, raw, out->data, out->d, 0));
+        KC_CK(m, cudaDeviceSynchronize());
+    } else {
+        KC_CK(m, cudaMemcpy(out->data, src, db, cudaMemcpyHostToDevice));
+    }
+    rc = 0;
+cleanup:
+    if (raw) cudaFree(raw);
+    return rc;
+}
+
+int kc_upload_f32(kc_model *m, float **out, const float *src, size_t n)
+{
+    int rc = -1;
+    if (kc_alloc(m, (void **)out, n * sizeof(float))) goto cleanup;
+    KC_CK(m, cudaMemcpy(*out, src, n * sizeof(float), cudaMemcpyHostToDevice));
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+#define ALLOC(ptr, n)                                                                             \
+    do {                                                                                          \
+        if (kc_alloc(m, (void **)&(ptr), (size_t)(n) * sizeof *(ptr))) goto cleanup;              \
+    } while (0)
+
+int kc_model_alloc_runtime(kc_model *m)
+{
+    int rc = -1;
+    const kc_dims *d = &m->dm;
+    const size_t sS = (size_t)d->vh * d->kd * d->vd, sH = (size_t)(d->conv_k - 1) * d->conv_dim;
+    const size_t sKV = (size_t)d->ctx * d->nkv * d->hd;
+    KC_CK(m, cudaStreamCreateWithFlags(&m->st, cudaStreamNonBlocking));
+    if (m->n_gdn) {
+        ALLOC(m->S, sS * m->n_gdn);
+        ALLOC(m->hist, sH * m->n_gdn);
+        m->gs = (kc_gdn_scratch *)calloc((size_t)m->n_gdn, sizeof *m->gs);
+        if (!m->gs) {
+            kc_set_err(m, "out of host memory");
+            goto cleanup;
+        }
+        for (int i = 0; i < m->n_gdn; i++) {
+            kc_gdn_scratch *g = &m->gs[i];
+            ALLOC(g->raw, d->conv_dim);
+            ALLOC(g->conv, d->conv_dim);
+            ALLOC(g->qn, d->kh * d->kd);
+            ALLOC(g->kn, d->kh * d->kd);
+            ALLOC(g->z, d->vh * d->vd);
+            ALLOC(g->b, d->vh);
+            ALLOC(g->a, d->vh);
+            ALLOC(g->beta, d->vh);
+            ALLOC(g->g, d->vh);
+            ALLOC(g->o, d->vh * d->vd);
+            ALLOC(g->o_norm, d->vh * d->vd);
+        }
+    }
+    if (m->n_attn) {
+        ALLOC(m->kcache, sKV * m->n_attn);
+        ALLOC(m->vcache, sKV * m->n_attn);
+        ALLOC(m->qg, d->nh * 2 * d->hd);
+        ALLOC(m->aq, d->nh * d->hd);
+        ALLOC(m->ao, d->nh * d->hd);
+        ALLOC(m->ak, d->nkv * d->hd);
+        ALLOC(m->av, d->nkv * d->hd);
+        KC_CK(m, kc_attention_setup(d->ctx, d->hd));
+    }
+    ALLOC(m->x, d->n_embd);
+    ALLOC(m->xn, d->n_embd);
+    ALLOC(m->xf, d->n_embd);
+    ALLOC(m->ff, d->n_ff);
+    ALLOC(m->logits, d->n_vocab);
+    ALLOC(m->hcap, (size_t)d->n_layers * d->n_embd);
+    ALLOC(m->ctl, 1);
+    if (kc_model_reserve_tokens(m, 64)) goto cleanup;
+    if (m->prof) {
+        m->prof_ev = (cudaEvent_t *)calloc(2 * KC_PROF_MAX_EVENTS, sizeof *m->prof_ev);
+        if (!m->prof_ev) {
+            kc_set_err(m, "out of host memory");
+            goto cleanup;
+        }
+        for (int i = 0; i < 2 * KC_PROF_MAX_EVENTS; i++) KC_CK(m, cudaEventCreate(&m->prof_ev[i]));
+    }
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+int kc_model_reserve_tokens(kc_model *m, int n)
+{
+    int rc = -1;
+    if (n <= m->tok_cap) return 0;
+    int cap = m->tok_cap ? m->tok_cap : 64;
+    while (cap < n) cap *= 2;
+    /* the old buffers stay in the allocation list until close (a few bytes each) */
+    ALLOC(m->tokens, cap);
+    ALLOC(m->argmax, cap);
+    m->tok_cap = cap;
+    for (int i = 0; i < 2; i++) { /* graphs captured the old pointers */
+        if (m->graph[i]) cudaGraphExecDestroy(m->graph[i]);
+        m->graph[i] = NULL;
+    }
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+int kc_model_reset(kc_model *m)
+{
+    int rc = -1;
+    const kc_dims *d = &m->dm;
+    if (m->n_gdn) {
+        KC_CK(m, cudaMemsetAsync(m->S, 0, sizeof(float) * (size_t)m->n_gdn * d->vh * d->kd * d->vd, m->st));
+        KC_CK(m, cudaMemsetAsync(m->hist, 0, sizeof(float) * (size_t)m->n_gdn * (d->conv_k - 1) * d->conv_dim,
+                                 m->st));
+    }
+    if (m->n_attn) {
+        const size_t n = sizeof(float) * (size_t)m->n_attn * d->ctx * d->nkv * d->hd;
+        KC_CK(m, cudaMemsetAsync(m->kcache, 0, n, m->st));
+        KC_CK(m, cudaMemsetAsync(m->vcache, 0, n, m->st));
+    }
+    KC_CK(m, cudaMemsetAsync(m->ctl, 0, sizeof *m->ctl, m->st));
+    KC_CK(m, cudaStreamSynchronize(m->st));
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+void kc_model_free(kc_model *m)
+{
+    if (!m) return;
+    for (int i = 0; i < 2; i++)
+        if (m->graph[i]) cudaGraphExecDestroy(m->graph[i]);
+    if (m->prof_ev) {
+        for (int i = 0; i < 2 * KC_PROF_MAX_EVENTS; i++)
+            if (m->prof_ev[i]) cudaEventDestroy(m->prof_ev[i]);
+        free(m->prof_ev);
+    }
+    if (m->st) cudaStreamSynchronize(m->st);
+    for (size_t i = 0; i < m->n_allocs; i++) cudaFree(m->allocs[i]);
+    if (m->st) cudaStreamDestroy(m->st);
+    (void)cudaGetLastError();
+    free(m->allocs);
+    free(m->gs);
+    free(m->layers);
+    free(m);
+}
+
+/* ------------------------------------------------------------------ profiling */
+
+static int prof_begin(kc_model *m, const char *name, int *slot)
+{
+    int rc = -1, ni;
+    *slot = -1;
+    if (m->prof_ev_n >= KC_PROF_MAX_EVENTS) {
+        kc_set_err(m, "profile: more than %d launches in one step", KC_PROF_MAX_EVENTS);
+        goto cleanup;
+    }
+    for (ni = 0; ni < m->prof_n_names; ni++)
+        if (!strcmp(m->prof_names[ni], name)) break;
+    if (ni == m->prof_n_names) {
+        if (ni == KC_PROF_MAX_NAMES) {
+            kc_set_err(m, "profile: more than %d kernel names", KC_PROF_MAX_NAMES);
+            goto cleanup;
+        }
+        snprintf(m->prof_names[ni], sizeof m->prof_names[ni], "%s", name);
+        m->prof_n_names++;
+    }
+    *slot = m->prof_ev_n++;
+    m->prof_ev_name[*slot] = ni;
+    KC_CK(m, cudaEventRecord(m->prof_ev[2 * *slot], m->st));
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+int kc_prof_collect(kc_model *m)
+{
+    int rc = -1;
+    KC_CK(m, cudaStreamSynchronize(m->st));
+    for (int i = 0; i < m->prof_ev_n; i++) {
+        float ms = 0.0f;
+        KC_CK(m, cudaEventElapsedTime(&ms, m->prof_ev[2 * i], m->prof_ev[2 * i + 1]));
+        m->prof_ms[m->prof_ev_name[i]] += ms;
+        m->prof_calls[m->prof_ev_name[i]]++;
+    }
+    m->prof_ev_n = 0;
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+/* Launch `call` (a kc_* launcher) under `name`, timed when profiling. */
+#define RUN(name, call)                                                                           \
+    do {                                                                                          \
+        int kc_slot_ = -1;                                                                        \
+        if (m->prof && prof_begin(m, (name), &kc_slot_)) goto cleanup;                            \
+        KC_CK(m, call);                                                                           \
+        if (kc_slot_ >= 0) KC_CK(m, cudaEventRecord(m->prof_ev[2 * kc_slot_ + 1], m->st));       \
+    } while (0)
+
+static const char *type_suffix(uint32_t t)
+{
+    switch (t) {
+    case 0: return "f32";
+    case 1: return "f16";
+    case 2: return "q4_0";
+    case 8: return "q8_0";
+    case 30: return "bf16";
+    default: return "unknown";
+    }
+}
+
+/* "<op>_<type>" into buf */
+static const char *kname(char *buf, size_t n, const char *op, const kc_mat *w)
+{
+    snprintf(buf, n, "%s_%s", op, type_suffix(w->type));
+    return buf;
+}
+
+/* ------------------------------------------------------------------ the step */
+
+int kc_layer_step(kc_model *m, int l)
+{
+    int rc = -1;
+    const kc_dims *d = &m->dm;
+    const kc_layer *L = &m->layers[l];
+    cudaStream_t st = m->st;
+    const int D = d->n_embd;
+    char nm[64];
+    RUN("rmsnorm", kc_rmsnorm(m->x, D, L->attn_norm, m->xn, D, 1, D, d->eps, st));
+    if (L->type == KESTREL_LAYER_GDN) {
+        const int gi = L->gdn_index, C = d->conv_dim, K = d->conv_k;
+        const kc_gdn_scratch *g = &m->gs[gi];
+        float *S = m->S + (size_t)gi * d->vh * d->kd * d->vd;
+        float *hist = m->hist + (size_t)gi * (K - 1) * C;
+        const int variant = m->delta_variant < 0 ? (d->kd == 128 && d->vd == 128) : m->delta_variant;
+        RUN(kname(nm, sizeof nm, "matvec", &L->qkv), kc_matvec(&L->qkv, m->xn, g->raw, 0, st));
+        RUN(kname(nm, sizeof nm, "matvec", &L->z), kc_matvec(&L->z, m->xn, g->z, 0, st));
+        if (L->beta_w.type == L->alpha_w.type) {
+            RUN(kname(nm, sizeof nm, "matvec2", &L->beta_w),
+                kc_matvec2(&L->beta_w, &L->alpha_w, m->xn, g->b, g->a, st));
+        } else {
+            RUN(kname(nm, sizeof nm, "matvec", &L->beta_w), kc_matvec(&L->beta_w, m->xn, g->b, 0, st));
+            RUN(kname(nm, sizeof nm, "matvec", &L->alpha_w), kc_matvec(&L->alpha_w, m->xn, g->a, 0, st));
+        }
+        RUN("gdn_beta_g", kc_gdn_beta_g(g->b, g->a, L->ssm_a, L->dt_bias, g->beta, g->g, d->vh, st));
+        RUN("conv_step", kc_conv_step(g->raw, hist, L->conv_w, g->conv, C, K, st));
+        RUN("l2norm", kc_l2norm(g->conv, g->qn, d->kh, d->kd, 1.0f / sqrtf((float)d->kd), st));
+        RUN("l2norm", kc_l2norm(g->conv + (size_t)d->kh * d->kd, g->kn, d->kh, d->kd, 1.0f, st));
+        RUN(variant ? "delta_step_reg" : "delta_step",
+            kc_delta_step(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o, d->kh,
+                          d->kd, d->vh, d->vd, variant, st));
+        RUN("gated_rmsnorm", kc_gated_rmsnorm(g->o, g->z, L->ssm_norm, g->o_norm, d->vh, d->vd, d->eps, st));
+        RUN(kname(nm, sizeof nm, "matvec_add", &L->out), kc_matvec(&L->out, g->o_norm, m->x, 1, st));
+    } else {
+        const int ai = L->attn_index, hd = d->hd;
+        const size_t kvs = (size_t)d->ctx * d->nkv * hd;
+        float *kc = m->kcache + (size_t)ai * kvs, *vc = m->vcache + (size_t)ai * kvs;
+        RUN(kname(nm, sizeof nm, "matvec", &L->wq), kc_matvec(&L->wq, m->xn, m->qg, 0, st));
+        RUN(kname(nm, sizeof nm, "matvec", &L->wk), kc_matvec(&L->wk, m->xn, m->ak, 0, st));
+        RUN(kname(nm, sizeof nm, "matvec", &L->wv), kc_matvec(&L->wv, m->xn, m->av, 0, st));
+        RUN("rmsnorm", kc_rmsnorm(m->qg, 2 * hd, L->q_norm, m->aq, hd, d->nh, hd, d->eps, st));
+        RUN("rmsnorm", kc_rmsnorm(m->ak, hd, L->k_norm, m->ak, hd, d->nkv, hd, d->eps, st));
+        RUN("rope_neox", kc_rope_neox(m->aq, d->nh, hd, d->rope_dim, d->rope_base, &m->ctl->pos, st));
+        RUN("rope_neox", kc_rope_neox(m->ak, d->nkv, hd, d->rope_dim, d->rope_base, &m->ctl->pos, st));
+        RUN("kv_append", kc_kv_append(m->ak, m->av, kc, vc, d->nkv, hd, &m->ctl->pos, st));
+        RUN("attention", kc_attention(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, d->nh, d->nkv, hd, d->ctx,
+                                      1.0f / sqrtf((float)hd), &m->ctl->pos, st));
+        RUN(kname(nm, sizeof nm, "matvec_add", &L->wo), kc_matvec(&L->wo, m->ao, m->x, 1, st));
+    }
+    RUN("rmsnorm", kc_rmsnorm(m->x, D, L->post_norm, m->xn, D, 1, D, d->eps, st));
+    RUN(kname(nm, sizeof nm, "matvec_swiglu", &L->ffn_gate),
+        kc_matvec_swiglu(&L->ffn_gate, &L->ffn_up, m->xn, m->ff, st));
+    RUN(kname(nm, sizeof nm, "matvec_add", &L->ffn_down), kc_matvec(&L->ffn_down, m->ff, m->x, 1, st));
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+static int step_body(kc_model *m, int want_logits, int capture)
+{
+    int rc = -1;
+    const kc_dims *d = &m->dm;
+    cudaStream_t st = m->st;
+    char nm[64];
+    RUN("ctl_begin", kc_ctl_begin(m->ctl, m->tokens, st));
+    RUN(kname(nm, sizeof nm, "embed", &m->tok_embd), kc_embed(&m->tok_embd, &m->ctl->tok, m->x, st));
+    for (int l = 0; l < d->n_layers; l++) {
+        if (kc_layer_step(m, l)) goto cleanup;
+        if (capture)
+            KC_CK(m, cudaMemcpyAsync(m->hcap + (size_t)l * d->n_embd, m->x, sizeof(float) * d->n_embd,
+                                     cudaMemcpyDeviceToDevice, st));
+    }
+    RUN("rmsnorm", kc_rmsnorm(m->x, d->n_embd, m->out_norm, m->xf, d->n_embd, 1, d->n_embd, d->eps, st));
+    if (want_logits) {
+        RUN(kname(nm, sizeof nm, "matvec_lm_head", &m->lm_head), kc_matvec(&m->lm_head, m->xf, m->logits, 0, st));
+        RUN("argmax", kc_argmax(m->logits, d->n_vocab, m->argmax, &m->ctl->idx, st));
+    }
+    RUN("ctl_end", kc_ctl_end(m->ctl, st));
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+/* Capture step_body into m->graph[want_logits]. On a capture failure the graph is
+ * switched off (m->use_graph = 0) and 0 is returned: the caller runs the plain step. */
+static int capture_graph(kc_model *m, int want_logits)
+{
+    int rc = -1;
+    cudaGraph_t g = NULL;
+    cudaStreamCaptureStatus cs;
+    KC_CK(m, cudaStreamBeginCapture(m->st, cudaStreamCaptureModeThreadLocal));
+    if (step_body(m, want_logits, 0)) {
+        char keep[sizeof m->err];
+        memcpy(keep, m->err, sizeof keep);
+        (void)cudaStreamEndCapture(m->st, &g);
+        if (g) cudaGraphDestroy(g);
+        g = NULL;
+        (void)cudaGetLastError();
+        memcpy(m->err, keep, sizeof keep);
+        goto cleanup;
+    }
+    KC_CK(m, cudaStreamEndCapture(m->st, &g));
+    KC_CK(m, cudaGraphInstantiate(&m->graph[want_logits], g, 0));
+    rc = 0;
+cleanup:
+    if (g) cudaGraphDestroy(g);
+    if (rc) {
+        /* make sure the stream has left capture mode, then fall back to plain launches */
+        if (cudaStreamIsCapturing(m->st, &cs) == cudaSuccess && cs != cudaStreamCaptureStatusNone) {
+            cudaGraph_t g2 = NULL;
+            (void)cudaStreamEndCapture(m->st, &g2);
+            if (g2) cudaGraphDestroy(g2);
+        }
+        (void)cudaGetLastError();
+        m->use_graph = 0;
+        rc = 0;
+    }
+    return rc;
+}
+
+int kc_model_step(kc_model *m, int want_logits, int capture)
+{
+    int rc = -1;
+    want_logits = want_logits ? 1 : 0;
+    if (m->use_graph && !capture && !m->prof) {
+        if (!m->graph[want_logits] && capture_graph(m, want_logits)) goto cleanup;
+        if (m->use_graph) {
+            KC_CK(m, cudaGraphLaunch(m->graph[want_logits], m->st));
+            rc = 0;
+            goto cleanup;
+        }
+    }
+    if (step_body(m, want_logits, capture)) goto cleanup;
+    if (m->prof && kc_prof_collect(m)) goto cleanup;
+    rc = 0;
+cleanup:
+    return rc;
+}

@@ -1,0 +1,157 @@
+/*
+ * cuda/model.cuh - the Qwen3.5 model resident on one GPU: weights, recurrent
+ * state, KV cache, scratch, and the decode step (all layers on the device,
+ * no host round trip). Used by cuda_engine.cu (GGUF -> kc_model, the ABI)
+ * and by test_kernels.cu (layer-level bit-exact checks on random weights).
+ *
+ * Error handling: every function returns 0 or -1; on -1, m->err holds one
+ * line "cudaErrorX (message) at file:line in function" (or a shape/limit
+ * message). Nothing here prints, exits or aborts.
+ */
+#ifndef KESTREL_CUDA_MODEL_CUH
+#define KESTREL_CUDA_MODEL_CUH
+
+#include "kernels.cuh"
+#include <stddef.h>
+#include <stdio.h>
+
+/* Check a CUDA call; on failure record where into m->err and goto cleanup. */
+#define KC_CK(m, call)                                                                            \
+    do {                                                                                          \
+        cudaError_t kc_e_ = (call);                                                               \
+        if (kc_e_ != cudaSuccess) {                                                               \
+            kc_set_cuda_err((m), kc_e_, #call, __FILE__, __LINE__, __func__);                     \
+            goto cleanup;                                                                         \
+        }                                                                                         \
+    } while (0)
+
+typedef struct kc_dims {
+    int n_embd, n_ff, n_vocab, n_layers;
+    int kh, vh, kd, vd, conv_k, conv_dim; /* GDN; conv_dim = 2*kh*kd + vh*vd */
+    int nh, nkv, hd, rope_dim;            /* attention */
+    float rope_base, eps;
+    int ctx;                              /* KV cache positions */
+} kc_dims;
+
+typedef struct kc_layer {
+    int type;                /* KESTREL_LAYER_GDN / KESTREL_LAYER_ATTN */
+    int gdn_index;           /* index among GDN layers (state slot), or -1 */
+    int attn_index;          /* index among attention layers (KV slot), or -1 */
+    float *attn_norm;        /* (D,) stored 1+w */
+    float *post_norm;        /* (D,) */
+    kc_mat ffn_gate, ffn_up; /* (n_ff, D) */
+    kc_mat ffn_down;         /* (D, n_ff) */
+    /* GDN */
+    kc_mat qkv;              /* (C, D) */
+    kc_mat z;                /* (vh*vd, D) */
+    kc_mat beta_w, alpha_w;  /* (vh, D) */
+    kc_mat out;              /* (D, vh*vd) */
+    float *conv_w;           /* (C, K) */
+    float *ssm_a;            /* (vh,) = -exp(A_log) */
+    float *dt_bias;          /* (vh,) */
+    float *ssm_norm;         /* (vd,) raw w */
+    /* attention */
+    kc_mat wq;               /* (nh*2*hd, D): per head [q | gate] */
+    kc_mat wk, wv;           /* (nkv*hd, D) */
+    kc_mat wo;               /* (D, nh*hd) */
+    float *q_norm, *k_norm;  /* (hd,) stored 1+w */
+} kc_layer;
+
+/* Per-GDN-layer step intermediates of the last token (readback). */
+typedef struct kc_gdn_scratch {
+    float *raw;      /* (C,) qkv projection before the conv */
+    float *conv;     /* (C,) after conv + SiLU: q | k | v */
+    float *qn, *kn;  /* (kh, kd) after L2 norm (q also scaled by 1/sqrt(kd)) */
+    float *z;        /* (vh*vd,) */
+    float *b, *a;    /* (vh,) projections */
+    float *beta, *g; /* (vh,) */
+    float *o;        /* (vh, vd) before the gated norm */
+    float *o_norm;   /* (vh, vd) after it */
+} kc_gdn_scratch;
+
+#define KC_PROF_MAX_NAMES 64
+#define KC_PROF_MAX_EVENTS 4096
+
+typedef struct kc_model {
+    kc_dims dm;
+    int n_gdn, n_attn;
+    kc_layer *layers;         /* (L,) host array of device pointers */
+    kc_mat tok_embd;          /* (V, D) */
+    kc_mat lm_head;           /* (V, D); aliases tok_embd when tied */
+    float *out_norm;          /* (D,) */
+    int delta_variant;        /* -1 pick, 0 generic, 1 register-resident */
+    /* state */
+    float *S;                 /* (n_gdn, vh, kd, vd) */
+    float *hist;              /* (n_gdn, K-1, C) */
+    float *kcache, *vcache;   /* (n_attn, ctx, nkv, hd) each */
+    kc_gdn_scratch *gs;       /* (n_gdn,) */
+    /* scratch */
+    float *x;                 /* (D,) residual stream */
+    float *xn;                /* (D,) normed */
+    float *ff;                /* (n_ff,) */
+    float *qg;                /* (nh*2*hd,) */
+    float *aq, *ak, *av, *ao; /* (nh*hd,), (nkv*hd,), (nkv*hd,), (nh*hd,) */
+    float *xf;                /* (D,) final-normed */
+    float *logits;            /* (V,) */
+    float *hcap;              /* (L, D) residual after each layer, written in capture mode */
+    int32_t *tokens;          /* (tok_cap,) */
+    int tok_cap;
+    int32_t *argmax;          /* (tok_cap,) */
+    kc_ctl *ctl;              /* (1,) */
+    cudaStream_t st;
+    /* graph: [0] step without lm_head, [1] with lm_head + argmax */
+    int use_graph;
+    cudaGraphExec_t graph[2];
+    /* profiling */
+    int prof;
+    int prof_n_names;
+    char prof_names[KC_PROF_MAX_NAMES][64];
+    double prof_ms[KC_PROF_MAX_NAMES];
+    uint64_t prof_calls[KC_PROF_MAX_NAMES];
+    cudaEvent_t *prof_ev;     /* (2 * KC_PROF_MAX_EVENTS,) */
+    int prof_ev_n;            /* events recorded in the current step */
+    int prof_ev_name[KC_PROF_MAX_EVENTS];
+    /* device allocations (freed by kc_model_free) */
+    void **allocs;
+    size_t n_allocs, cap_allocs;
+    uint64_t bytes;           /* device bytes allocated */
+    uint64_t vram_limit;      /* 0 = none */
+    char err[512];
+} kc_model;
+
+void kc_set_cuda_err(kc_model *m, cudaError_t e, const char *what, const char *file, int line,
+                     const char *func);
+void kc_set_err(kc_model *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Device allocation, zeroed, tracked for kc_model_free; honours m->vram_limit. */
+int kc_alloc(kc_model *m, void **out, size_t bytes);
+/* Allocate and upload a matrix from ggml rows (repacking quantised types). what: for errors. */
+int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t cols, const void *src,
+                  const char *what);
+/* Allocate and upload n floats. */
+int kc_upload_f32(kc_model *m, float **out, const float *src, size_t n);
+
+/* After dims/layers are set: allocate state, KV cache and scratch; create the stream. */
+int kc_model_alloc_runtime(kc_model *m);
+/* Clear state, conv history, KV cache and the position. */
+int kc_model_reset(kc_model *m);
+/* Make room for n tokens in the device token buffer. */
+int kc_model_reserve_tokens(kc_model *m, int n);
+
+/* The layers of one token (everything between embedding and final norm), for layer l only. */
+int kc_layer_step(kc_model *m, int l);
+/* One whole decode step: ctl_begin, embedding, all layers, final norm, [lm_head + argmax], ctl_end.
+ * capture != 0 copies the residual after each layer into m->hcap. Uses the graph when enabled
+ * and not capturing/profiling. */
+int kc_model_step(kc_model *m, int want_logits, int capture);
+/* Free all device memory and handles (the struct itself too). NULL is fine. */
+void kc_model_free(kc_model *m);
+
+/* The model behind an engine handle of cuda_engine.cu (for test_kernels). */
+struct kestrel_engine;
+kc_model *kc_engine_model(struct kestrel_engine *e);
+
+/* Profiling: begin/end of one named launch; kc_prof_collect after a synchronised step. */
+int kc_prof_collect(kc_model *m);
+
+#endif

@@ -1,0 +1,748 @@
+/*
+ * cuda/test_kernels.cu - TAP tests of the CUDA engine on a GPU.
+ *
+ *  1. every kernel against its CPU twin (src/engine-cpu/ops.c) on random
+ *     inputs drawn fresh each run (seed printed; KESTREL_TEST_SEED repeats
+ *     one), outputs poisoned with NaN before each launch, with tolerances;
+ *  2. bit-exact checks (count of unequal elements must be 0; this program is
+ *     built from -fmad=false -DKESTREL_BITEXACT objects): register-resident vs
+ *     generic delta on S and o over many steps; fused beta/alpha GEMV vs two
+ *     launches; reset then replay; graph on vs off; the same weights at layer
+ *     0 and the last GDN layer; device-resident vs host-driven stepping;
+ *  3. the engine's error paths and resources: repeated open/close returns the
+ *     device memory (cudaMemGetInfo), vram_limit makes open fail with a
+ *     reported out-of-memory error, an unsupported shape is refused at open,
+ *     profile=1 attributes time to kernel names.
+ *
+ * Usage: test_kernels FIXTURE_DIR. Without a visible GPU it prints a TAP skip.
+ */
+#include "model.cuh"
+#include "kestrel/engine.h"
+
+extern "C" {
+#include "gguf.h"
+#include "ops.h"
+#include "quant.h"
+}
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ TAP + helpers */
+
+static int g_n, g_fail;
+static const char *g_fix;
+
+static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ok(int cond, const char *fmt, ...)
+{
+    va_list ap;
+    g_n++;
+    if (!cond) g_fail = 1;
+    printf("%sok %d - ", cond ? "" : "not ", g_n);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+}
+
+static uint64_t g_rng;
+static uint32_t rnd_u32(void)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (uint32_t)(g_rng >> 16);
+}
+static float rnd(float lo, float hi) { return lo + (hi - lo) * (float)(rnd_u32() & 0xffffff) / 16777216.0f; }
+static void fill(float *x, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++) x[i] = rnd(lo, hi);
+}
+
+/* device buffers: every helper aborts the test program on a CUDA failure (this is a test, not the library) */
+#define T_CK(call)                                                                                \
+    do {                                                                                          \
+        cudaError_t te_ = (call);                                                                 \
+        if (te_ != cudaSuccess) {                                                                 \
+            printf("not ok %d - CUDA: %s (%s) at %s:%d\n", ++g_n, cudaGetErrorName(te_),           \
+                   cudaGetErrorString(te_), __FILE__, __LINE__);                                  \
+            printf("1..%d\n", g_n);                                                               \
+            exit(1);                                                                              \
+        }                                                                                         \
+    } while (0)
+
+static void *dnew(size_t bytes)
+{
+    void *p = NULL;
+    T_CK(cudaMalloc(&p, bytes ? bytes : 16));
+    T_CK(cudaMemset(p, 0xff, bytes ? bytes : 16)); /* poison: NaN as f32 */
+    return p;
+}
+static float *dup_f(const float *h, size_t n)
+{
+    float *d = (float *)dnew(n * 4);
+    T_CK(cudaMemcpy(d, h, n * 4, cudaMemcpyHostToDevice));
+    return d;
+}
+static void get_f(float *h, const float *d, size_t n)
+{
+    T_CK(cudaDeviceSynchronize());
+    T_CK(cudaMemcpy(h, d, n * 4, cudaMemcpyDeviceToHost));
+}
+static void poison(void *d, size_t bytes) { T_CK(cudaMemset(d, 0xff, bytes)); }
+static float *hnew(size_t n)
+{
+    float *p = (float *)malloc(n * sizeof(float));
+    if (!p) {
+        printf("Bail out! out of host memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* max|a - ref| / max|ref| (NaN anywhere -> inf) */
+static double max_rel(const float *a, const float *ref, size_t n)
+{
+    double md = 0, mr = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(a[i] == a[i])) return INFINITY;
+        const double d = fabs((double)a[i] - ref[i]);
+        if (d > md) md = d;
+        if (fabs(ref[i]) > mr) mr = fabs(ref[i]);
+    }
+    return mr > 0 ? md / mr : md;
+}
+static size_t n_unequal(const float *a, const float *b, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) c += memcmp(a + i, b + i, 4) != 0;
+    return c;
+}
+static void check_rel(const char *what, const float *got, const float *ref, size_t n, double tol)
+{
+    const double r = max_rel(got, ref, n);
+    ok(r <= tol, "%s vs CPU twin: max_rel %.3e <= %.0e (%zu elements)", what, r, tol, n);
+}
+
+/* ------------------------------------------------------------------ matrices */
+
+/* a random rows x cols matrix of `type` in ggml layout (host) */
+static void *make_ggml(uint32_t type, int rows, int cols)
+{
+    const size_t rb = ggml_row_bytes(type, (uint64_t)cols);
+    uint8_t *w = (uint8_t *)malloc(rb * rows);
+    float *row = hnew((size_t)cols);
+    for (int r = 0; r < rows; r++) {
+        fill(row, (size_t)cols, -1.0f, 1.0f);
+        uint8_t *dst = w + rb * r;
+        switch (type) {
+        case GGML_TYPE_F32: memcpy(dst, row, rb); break;
+        case GGML_TYPE_F16:
+            for (int c = 0; c < cols; c++) ((uint16_t *)dst)[c] = f32_to_f16(row[c]);
+            break;
+        case GGML_TYPE_BF16:
+            for (int c = 0; c < cols; c++) ((uint16_t *)dst)[c] = f32_to_bf16(row[c]);
+            break;
+        case GGML_TYPE_Q8_0: quantize_row_q8_0(row, (block_q8_0 *)dst, cols); break;
+        default: quantize_row_q4_0(row, (block_q4_0 *)dst, cols); break;
+        }
+    }
+    free(row);
+    return w;
+}
+
+static void upload(kc_model *m, kc_mat *out, uint32_t type, int rows, int cols, const void *src)
+{
+    if (kc_upload_mat(m, out, type, rows, cols, src, "test")) {
+        printf("Bail out! upload: %s\n", m->err);
+        exit(1);
+    }
+}
+
+static const uint32_t k_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0};
+
+static void test_matvec(void)
+{
+    kc_model *m = (kc_model *)calloc(1, sizeof *m);
+    const int shapes[][2] = {{333, 5120}, {77, 96}, {48, 5120}};
+    for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
+        const uint32_t t = k_types[ti];
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+            const int rows = shapes[si][0], cols = shapes[si][1];
+            void *w = make_ggml(t, rows, cols), *w2 = make_ggml(t, rows, cols);
+            float *x = hnew(cols), *ref = hnew(rows), *ref2 = hnew(rows), *got = hnew(rows), *got2 = hnew(rows);
+            float *y0 = hnew(rows);
+            kc_mat W, W2;
+            fill(x, cols, -2.0f, 2.0f);
+            fill(y0, rows, -1.0f, 1.0f);
+            upload(m, &W, t, rows, cols, w);
+            upload(m, &W2, t, rows, cols, w2);
+            float *dx = dup_f(x, cols), *dy = (float *)dnew(rows * 4), *dy2 = (float *)dnew(rows * 4);
+            matvec(NULL, ref, w, t, x, cols, rows);
+            matvec(NULL, ref2, w2, t, x, cols, rows);
+            const double tol = 2e-5;
+            T_CK(kc_matvec(&W, dx, dy, 0, 0));
+            get_f(got, dy, rows);
+            char what[96];
+            snprintf(what, sizeof what, "matvec %s %dx%d", ggml_type_name(t), rows, cols);
+            check_rel(what, got, ref, rows, tol);
+            /* accumulate: y0 + W x */
+            T_CK(cudaMemcpy(dy, y0, rows * 4, cudaMemcpyHostToDevice));
+            T_CK(kc_matvec(&W, dx, dy, 1, 0));
+            get_f(got, dy, rows);
+            for (int r = 0; r < rows; r++) ref[r] += y0[r];
+            snprintf(what, sizeof what, "matvec_add %s %dx%d", ggml_type_name(t), rows, cols);
+            check_rel(what, got, ref, rows, tol);
+            if (si == 2) {
+                /* fused pair (the beta/alpha projections) vs two launches: bit-exact */
+                float *a1 = hnew(rows), *a2 = hnew(rows);
+                poison(dy, rows * 4);
+                poison(dy2, rows * 4);
+                T_CK(kc_matvec(&W, dx, dy, 0, 0));
+                T_CK(kc_matvec(&W2, dx, dy2, 0, 0));
+                get_f(a1, dy, rows);
+                get_f(a2, dy2, rows);
+                poison(dy, rows * 4);
+                poison(dy2, rows * 4);
+                T_CK(kc_matvec2(&W, &W2, dx, dy, dy2, 0));
+                get_f(got, dy, rows);
+                get_f(got2, dy2, rows);
+                ok(n_unequal(got, a1, rows) + n_unequal(got2, a2, rows) == 0,
+                   "bitexact matvec2 %s (fused beta/alpha) vs two matvec launches: %zu/%d unequal",
+                   ggml_type_name(t), n_unequal(got, a1, rows) + n_unequal(got2, a2, rows), 2 * rows);
+                /* SwiGLU fused with gate/up vs CPU matvec x2 + swiglu */
+                float *sref = hnew(rows);
+                matvec(NULL, ref, w, t, x, cols, rows);
+                swiglu(sref, ref, ref2, rows);
+                poison(dy, rows * 4);
+                T_CK(kc_matvec_swiglu(&W, &W2, dx, dy, 0));
+                get_f(got, dy, rows);
+                snprintf(what, sizeof what, "matvec_swiglu %s %dx%d", ggml_type_name(t), rows, cols);
+                check_rel(what, got, sref, rows, tol);
+                free(sref);
+                free(a1);
+                free(a2);
+            }
+            free(w);
+            free(w2);
+            free(x);
+            free(ref);
+            free(ref2);
+            free(got);
+            free(got2);
+            free(y0);
+            cudaFree(dx);
+            cudaFree(dy);
+            cudaFree(dy2);
+        }
+    }
+    /* embedding rows decode like dequantize_row */
+    for (size_t ti = 0; ti < 2 * sizeof k_types / sizeof k_types[0]; ti++) {
+        const uint32_t t = k_types[ti % 5];
+        const int rows = 50, cols = ti < 5 ? 192 : 2048; /* q4_0: layout 0, then layout 1 */
+        void *w = make_ggml(t, rows, cols);
+        kc_mat E;
+        float *ref = hnew(cols), *got = hnew(cols);
+        int32_t tok = 37, *dtok;
+        upload(m, &E, t, rows, cols, w);
+        T_CK(cudaMalloc(&dtok, 4));
+        T_CK(cudaMemcpy(dtok, &tok, 4, cudaMemcpyHostToDevice));
+        float *dy = (float *)dnew(cols * 4);
+        T_CK(kc_embed(&E, dtok, dy, 0));
+        get_f(got, dy, cols);
+        dequantize_row(t, (const uint8_t *)w + ggml_row_bytes(t, cols) * tok, ref, cols);
+        ok(n_unequal(got, ref, cols) == 0, "embed %s 50x%d row %d equals dequantize_row: %zu/%d unequal",
+           ggml_type_name(t), cols, tok, n_unequal(got, ref, cols), cols);
+        free(w);
+        free(ref);
+        free(got);
+        cudaFree(dtok);
+        cudaFree(dy);
+    }
+    kc_model_free(m);
+}
+
+/* ------------------------------------------------------------------ small ops */
+
+static void test_norms(void)
+{
+    /* rmsnorm on one row of 5120 and per head on a strided (24, 2*256) buffer */
+    {
+        const int n = 5120;
+        float *x = hnew(n), *w = hnew(n), *ref = hnew(n), *got = hnew(n);
+        fill(x, n, -3, 3);
+        fill(w, n, 0.5f, 1.5f);
+        float *dx = dup_f(x, n), *dw = dup_f(w, n), *dy = (float *)dnew(n * 4);
+        T_CK(kc_rmsnorm(dx, n, dw, dy, n, 1, n, 1e-6f, 0));
+        get_f(got, dy, n);
+        rmsnorm(ref, x, w, n, 1e-6f);
+        check_rel("rmsnorm 1x5120", got, ref, n, 1e-6);
+        free(x); free(w); free(ref); free(got);
+        cudaFree(dx); cudaFree(dw); cudaFree(dy);
+    }
+    {
+        const int nh = 24, hd = 256;
+        float *x = hnew(nh * 2 * hd), *w = hnew(hd), *ref = hnew(nh * hd), *got = hnew(nh * hd);
+        fill(x, nh * 2 * hd, -3, 3);
+        fill(w, hd, 0.5f, 1.5f);
+        float *dx = dup_f(x, nh * 2 * hd), *dw = dup_f(w, hd), *dy = (float *)dnew(nh * hd * 4);
+        T_CK(kc_rmsnorm(dx, 2 * hd, dw, dy, hd, nh, hd, 1e-6f, 0));
+        get_f(got, dy, nh * hd);
+        for (int h = 0; h < nh; h++) rmsnorm(ref + h * hd, x + h * 2 * hd, w, hd, 1e-6f);
+        check_rel("rmsnorm per head 24x256 (q of [q|gate])", got, ref, nh * hd, 1e-6);
+        free(x); free(w); free(ref); free(got);
+        cudaFree(dx); cudaFree(dw); cudaFree(dy);
+    }
+    {
+        const int nh = 16, d = 128;
+        float *x = hnew(nh * d), *ref = hnew(nh * d), *got = hnew(nh * d);
+        fill(x, nh * d, -3, 3);
+        float *dx = dup_f(x, nh * d), *dy = (float *)dnew(nh * d * 4);
+        T_CK(kc_l2norm(dx, dy, nh, d, 1.0f, 0));
+        get_f(got, dy, nh * d);
+        for (int h = 0; h < nh; h++) l2norm(ref + h * d, x + h * d, d);
+        check_rel("l2norm 16x128", got, ref, nh * d, 1e-6);
+        free(x); free(ref); free(got);
+        cudaFree(dx); cudaFree(dy);
+    }
+    {
+        const int vh = 48, vd = 128, n = vh * vd;
+        float *o = hnew(n), *z = hnew(n), *w = hnew(vd), *ref = hnew(n), *got = hnew(n);
+        fill(o, n, -2, 2);
+        fill(z, n, -4, 4);
+        fill(w, vd, 0.5f, 1.5f);
+        float *dO = dup_f(o, n), *dz = dup_f(z, n), *dw = dup_f(w, vd), *dy = (float *)dnew(n * 4);
+        T_CK(kc_gated_rmsnorm(dO, dz, dw, dy, vh, vd, 1e-6f, 0));
+        get_f(got, dy, n);
+        for (int h = 0; h < vh; h++) gated_rmsnorm(ref + h * vd, o + h * vd, z + h * vd, w, vd, 1e-6f);
+        check_rel("gated_rmsnorm 48x128", got, ref, n, 1e-6);
+        free(o); free(z); free(w); free(ref); free(got);
+        cudaFree(dO); cudaFree(dz); cudaFree(dw); cudaFree(dy);
+    }
+}
+
+static void test_gdn_small(void)
+{
+    {
+        const int vh = 48;
+        float *b = hnew(vh), *a = hnew(vh), *sa = hnew(vh), *dt = hnew(vh);
+        float *rb = hnew(vh), *rg = hnew(vh), *gb = hnew(vh), *gg = hnew(vh);
+        fill(b, vh, -6, 6);
+        fill(a, vh, -30, 30); /* crosses the softplus threshold both ways */
+        fill(sa, vh, -8, -0.01f);
+        fill(dt, vh, -2, 2);
+        float *db = dup_f(b, vh), *da = dup_f(a, vh), *dsa = dup_f(sa, vh), *ddt = dup_f(dt, vh);
+        float *dbeta = (float *)dnew(vh * 4), *dg = (float *)dnew(vh * 4);
+        T_CK(kc_gdn_beta_g(db, da, dsa, ddt, dbeta, dg, vh, 0));
+        get_f(gb, dbeta, vh);
+        get_f(gg, dg, vh);
+        gdn_beta_g(rb, rg, b, a, sa, dt, vh);
+        check_rel("gdn_beta_g beta", gb, rb, vh, 1e-6);
+        check_rel("gdn_beta_g g", gg, rg, vh, 1e-6);
+        free(b); free(a); free(sa); free(dt); free(rb); free(rg); free(gb); free(gg);
+        cudaFree(db); cudaFree(da); cudaFree(dsa); cudaFree(ddt); cudaFree(dbeta); cudaFree(dg);
+    }
+    {
+        const int C = 10240, K = 4, steps = 5;
+        const size_t nh = (size_t)(K - 1) * C;
+        float *x = hnew(C), *w = hnew((size_t)C * K), *hist = hnew(nh), *ref = hnew(C), *got = hnew(C);
+        float *ghist = hnew(nh);
+        fill(w, (size_t)C * K, -1, 1);
+        fill(hist, nh, -1, 1);
+        float *dw = dup_f(w, (size_t)C * K), *dh = dup_f(hist, nh), *dx = (float *)dnew(C * 4),
+              *dy = (float *)dnew(C * 4);
+        double worst = 0;
+        for (int s = 0; s < steps; s++) {
+            fill(x, C, -2, 2);
+            T_CK(cudaMemcpy(dx, x, C * 4, cudaMemcpyHostToDevice));
+            poison(dy, C * 4);
+            T_CK(kc_conv_step(dx, dh, dw, dy, C, K, 0));
+            get_f(got, dy, C);
+            conv_step(ref, hist, x, w, C, K);
+            const double r = max_rel(got, ref, C);
+            if (r > worst) worst = r;
+        }
+        get_f(ghist, dh, nh);
+        ok(worst <= 1e-6, "conv_step 10240x4 vs CPU twin over %d steps: worst max_rel %.3e <= 1e-06", steps, worst);
+        ok(n_unequal(ghist, hist, nh) == 0, "conv_step history advances like the CPU twin: %zu/%zu unequal",
+           n_unequal(ghist, hist, nh), nh);
+        free(x); free(w); free(hist); free(ref); free(got); free(ghist);
+        cudaFree(dw); cudaFree(dh); cudaFree(dx); cudaFree(dy);
+    }
+    {
+        const int nh = 24, hd = 256, rd = 64, pos = 1234;
+        float *x = hnew(nh * hd), *got = hnew(nh * hd);
+        int32_t *dpos;
+        fill(x, nh * hd, -2, 2);
+        float *dx = dup_f(x, nh * hd);
+        T_CK(cudaMalloc(&dpos, 4));
+        T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
+        T_CK(kc_rope_neox(dx, nh, hd, rd, 1e7f, dpos, 0));
+        get_f(got, dx, nh * hd);
+        rope_neox(x, nh, hd, rd, pos, 1e7f);
+        check_rel("rope_neox 24x256 rot 64 pos 1234", got, x, nh * hd, 2e-5);
+        free(x); free(got);
+        cudaFree(dx); cudaFree(dpos);
+    }
+    {
+        const int H = 24, Hkv = 4, hd = 256, ctx = 64, npos = 37;
+        const size_t kvn = (size_t)ctx * Hkv * hd;
+        float *q = hnew(H * hd), *qg = hnew(H * 2 * hd), *gate = hnew(H * hd), *kc = hnew(kvn), *vc = hnew(kvn);
+        float *ref = hnew(H * hd), *got = hnew(H * hd), *att = hnew(npos);
+        int32_t pos = npos - 1, *dpos;
+        fill(q, H * hd, -0.3f, 0.3f);
+        fill(qg, H * 2 * hd, -3, 3);
+        fill(kc, kvn, -1, 1);
+        fill(vc, kvn, -1, 1);
+        for (int h = 0; h < H; h++) memcpy(gate + h * hd, qg + h * 2 * hd + hd, hd * 4);
+        float *dq = dup_f(q, H * hd), *dqg = dup_f(qg, H * 2 * hd), *dk = dup_f(kc, kvn), *dv = dup_f(vc, kvn);
+        float *dy = (float *)dnew(H * hd * 4);
+        T_CK(cudaMalloc(&dpos, 4));
+        T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
+        T_CK(kc_attention_setup(ctx, hd));
+        T_CK(kc_attention(dq, dk, dv, dqg + hd, 2 * hd, dy, H, Hkv, hd, ctx, 1.0f / 16.0f, dpos, 0));
+        get_f(got, dy, H * hd);
+        attention(ref, q, gate, kc, vc, H, Hkv, hd, npos, att);
+        check_rel("attention GQA 24/4 heads x256 over 37 positions, gated", got, ref, H * hd, 1e-5);
+        free(q); free(qg); free(gate); free(kc); free(vc); free(ref); free(got); free(att);
+        cudaFree(dq); cudaFree(dqg); cudaFree(dk); cudaFree(dv); cudaFree(dy); cudaFree(dpos);
+    }
+    {
+        const int n = 248320;
+        float *x = hnew(n);
+        int32_t got = -1, *dout;
+        fill(x, n, -5, 5);
+        x[1000] = 9.0f;
+        x[200000] = 9.0f; /* tie: the lowest id wins */
+        float *dx = dup_f(x, n);
+        T_CK(cudaMalloc(&dout, 4));
+        T_CK(kc_argmax(dx, n, dout, NULL, 0));
+        T_CK(cudaDeviceSynchronize());
+        T_CK(cudaMemcpy(&got, dout, 4, cudaMemcpyDeviceToHost));
+        ok(got == 1000, "argmax over 248320 with a tie: expected 1000, got %d", got);
+        free(x);
+        cudaFree(dx); cudaFree(dout);
+    }
+}
+
+/* delta_step: both variants vs the CPU twin, and register-resident vs generic bit-exact */
+static void test_delta(int kh, int vh, int kd, int vd, int steps)
+{
+    const size_t nS = (size_t)vh * kd * vd, nq = (size_t)kh * kd, nv = (size_t)vh * vd;
+    const int reg = kd == 128 && vd == 128;
+    float *S = hnew(nS), *q = hnew(nq), *k = hnew(nq), *v = hnew(nv), *g = hnew(vh), *beta = hnew(vh);
+    float *o = hnew(nv), *go = hnew(nv), *gS = hnew(nS), *ro = hnew(nv), *rS = hnew(nS);
+    fill(S, nS, -0.5f, 0.5f);
+    float *dS0 = dup_f(S, nS), *dS1 = dup_f(S, nS);
+    float *dq = (float *)dnew(nq * 4), *dk = (float *)dnew(nq * 4), *dv = (float *)dnew(nv * 4);
+    float *dg = (float *)dnew(vh * 4), *db = (float *)dnew(vh * 4);
+    float *do0 = (float *)dnew(nv * 4), *do1 = (float *)dnew(nv * 4);
+    double worst_o = 0;
+    size_t uneq_o = 0;
+    for (int s = 0; s < steps; s++) {
+        fill(q, nq, -1, 1);
+        fill(k, nq, -1, 1);
+        for (int h = 0; h < kh; h++) { /* normed like the engine feeds it */
+            l2norm(q + h * kd, q + h * kd, kd);
+            l2norm(k + h * kd, k + h * kd, kd);
+        }
+        fill(v, nv, -2, 2);
+        fill(g, vh, -2, -0.01f);
+        fill(beta, vh, 0.05f, 0.95f);
+        T_CK(cudaMemcpy(dq, q, nq * 4, cudaMemcpyHostToDevice));
+        T_CK(cudaMemcpy(dk, k, nq * 4, cudaMemcpyHostToDevice));
+        T_CK(cudaMemcpy(dv, v, nv * 4, cudaMemcpyHostToDevice));
+        T_CK(cudaMemcpy(dg, g, vh * 4, cudaMemcpyHostToDevice));
+        T_CK(cudaMemcpy(db, beta, vh * 4, cudaMemcpyHostToDevice));
+        poison(do0, nv * 4);
+        poison(do1, nv * 4);
+        T_CK(kc_delta_step(dS0, dq, dk, dv, dg, db, do0, kh, kd, vh, vd, 0, 0));
+        if (reg) T_CK(kc_delta_step(dS1, dq, dk, dv, dg, db, do1, kh, kd, vh, vd, 1, 0));
+        get_f(go, do0, nv);
+        delta_step(S, o, q, k, v, g, beta, kh, vh, kd, vd);
+        const double r = max_rel(go, o, nv);
+        if (r > worst_o) worst_o = r;
+        if (reg) {
+            get_f(ro, do1, nv);
+            uneq_o += n_unequal(ro, go, nv);
+        }
+    }
+    get_f(gS, dS0, nS);
+    ok(worst_o <= 1e-5, "delta_step generic kh=%d vh=%d kd=%d vd=%d vs CPU twin, %d steps: worst o max_rel %.3e <= 1e-05",
+       kh, vh, kd, vd, steps, worst_o);
+    const double rs = max_rel(gS, S, nS);
+    ok(rs <= 1e-5, "delta_step generic final S vs CPU twin: max_rel %.3e <= 1e-05", rs);
+    if (reg) {
+        get_f(rS, dS1, nS);
+        ok(uneq_o == 0 && n_unequal(rS, gS, nS) == 0,
+           "bitexact delta_step register-resident vs generic over %d steps: o %zu/%zu, S %zu/%zu unequal", steps,
+           uneq_o, nv * steps, n_unequal(rS, gS, nS), nS);
+    }
+    free(S); free(q); free(k); free(v); free(g); free(beta); free(o); free(go); free(gS); free(ro); free(rS);
+    cudaFree(dS0); cudaFree(dS1); cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dg); cudaFree(db);
+    cudaFree(do0); cudaFree(do1);
+}
+
+/* ------------------------------------------------------------------ engine level */
+
+static const kestrel_engine_api *api(void) { return kestrel_engine_entry(KESTREL_ENGINE_ABI_VERSION); }
+
+static kestrel_engine *eopen(const char *file, const char *opts)
+{
+    char path[1024], err[1024];
+    kestrel_engine *e = NULL;
+    snprintf(path, sizeof path, "%s/%s", g_fix, file);
+    if (api()->open(path, opts, &e, err, sizeof err)) {
+        ok(0, "open %s (%s): %s", file, opts, err);
+        return NULL;
+    }
+    return e;
+}
+
+static const int32_t k_toks[] = {11, 7, 200, 3, 42, 99, 5, 128, 17, 64, 1, 250};
+#define NTOK ((int)(sizeof k_toks / sizeof k_toks[0]))
+
+/* logits (NTOK, V) of a fresh sequence */
+static int run_logits(kestrel_engine *e, float *out)
+{
+    if (api()->reset(e)) return -1;
+    return api()->forward(e, k_toks, NTOK, KESTREL_FWD_ALL_LOGITS, out, NULL);
+}
+
+/* Host-driven stepping: the same kernels, but the host launches every layer and the
+ * residual stream makes a device -> host -> device round trip between layers. */
+static int host_driven_logits(kestrel_engine *e, float *out)
+{
+    kc_model *m = kc_engine_model(e);
+    const kc_dims *d = &m->dm;
+    float *hx = hnew(d->n_embd);
+    int rc = -1;
+    if (api()->reset(e) || kc_model_reserve_tokens(m, NTOK)) goto cleanup;
+    KC_CK(m, cudaMemcpy(m->tokens, k_toks, sizeof k_toks, cudaMemcpyHostToDevice));
+    for (int t = 0; t < NTOK; t++) {
+        KC_CK(m, kc_ctl_begin(m->ctl, m->tokens, m->st));
+        KC_CK(m, kc_embed(&m->tok_embd, &m->ctl->tok, m->x, m->st));
+        for (int l = 0; l < d->n_layers; l++) {
+            KC_CK(m, cudaStreamSynchronize(m->st));
+            KC_CK(m, cudaMemcpy(hx, m->x, d->n_embd * 4, cudaMemcpyDeviceToHost));
+            KC_CK(m, cudaMemcpy(m->x, hx, d->n_embd * 4, cudaMemcpyHostToDevice));
+            if (kc_layer_step(m, l)) goto cleanup;
+        }
+        KC_CK(m, kc_rmsnorm(m->x, d->n_embd, m->out_norm, m->xf, d->n_embd, 1, d->n_embd, d->eps, m->st));
+        KC_CK(m, kc_matvec(&m->lm_head, m->xf, m->logits, 0, m->st));
+        KC_CK(m, kc_ctl_end(m->ctl, m->st));
+        KC_CK(m, cudaStreamSynchronize(m->st));
+        KC_CK(m, cudaMemcpy(out + (size_t)t * d->n_vocab, m->logits, d->n_vocab * 4, cudaMemcpyDeviceToHost));
+    }
+    rc = 0;
+cleanup:
+    if (rc) printf("# host-driven: %s\n", m->err);
+    free(hx);
+    return rc;
+}
+
+/* one GDN layer alone on a sequence of random residual inputs xs (T, D) -> outs (T, D) */
+static int gdn_layer_alone(kc_model *m, int l, const float *xs, float *outs, int T)
+{
+    const int D = m->dm.n_embd;
+    int rc = -1;
+    if (kc_model_reset(m)) goto cleanup;
+    for (int t = 0; t < T; t++) {
+        KC_CK(m, cudaMemcpy(m->x, xs + (size_t)t * D, D * 4, cudaMemcpyHostToDevice));
+        if (kc_layer_step(m, l)) goto cleanup;
+        KC_CK(m, cudaStreamSynchronize(m->st));
+        KC_CK(m, cudaMemcpy(outs + (size_t)t * D, m->x, D * 4, cudaMemcpyDeviceToHost));
+    }
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+static void test_engine(const char *file)
+{
+    kestrel_engine *eg = eopen(file, "graph=1"), *en = eopen(file, "graph=0");
+    kestrel_info info;
+    if (!eg || !en) goto cleanup;
+    api()->info(eg, &info);
+    {
+        const size_t n = (size_t)NTOK * info.n_vocab;
+        float *a = hnew(n), *b = hnew(n), *c = hnew(n), *h = hnew(n);
+        int ra = run_logits(eg, a), rb = run_logits(eg, b), rc = run_logits(en, c), rh = host_driven_logits(en, h);
+        ok(!ra && !rb && !rc && !rh, "%s: forward graph=1 twice, graph=0, host-driven all ran (%s)", file,
+           ra || rb ? api()->last_error(eg) : api()->last_error(en));
+        ok(!ra && !rb && n_unequal(a, b, n) == 0, "%s: bitexact reset then replay (graph=1): %zu/%zu unequal", file,
+           n_unequal(a, b, n), n);
+        ok(!ra && !rc && n_unequal(a, c, n) == 0, "%s: bitexact graph=1 vs graph=0: %zu/%zu unequal", file,
+           n_unequal(a, c, n), n);
+        ok(!rc && !rh && n_unequal(c, h, n) == 0,
+           "%s: bitexact device-resident vs host-driven stepping: %zu/%zu unequal", file, n_unequal(c, h, n), n);
+        /* token by token == all at once */
+        float *t1 = hnew(info.n_vocab);
+        size_t une = 0;
+        api()->reset(en);
+        for (int i = 0; i < NTOK; i++) {
+            if (api()->forward(en, k_toks + i, 1, 0, t1, NULL)) { une = n; break; }
+            une += n_unequal(t1, c + (size_t)i * info.n_vocab, info.n_vocab);
+        }
+        ok(une == 0, "%s: bitexact one forward per token vs one forward of %d: %zu/%zu unequal", file, NTOK, une, n);
+        free(t1);
+        free(a); free(b); free(c); free(h);
+    }
+    {
+        /* the same weights at layer 0 and at the last GDN layer give the same outputs */
+        kc_model *m = kc_engine_model(en);
+        int last = -1;
+        for (int l = 0; l < m->dm.n_layers; l++)
+            if (m->layers[l].type == KESTREL_LAYER_GDN) last = l;
+        const int T = 6, D = m->dm.n_embd;
+        float *xs = hnew((size_t)T * D), *o0 = hnew((size_t)T * D), *o1 = hnew((size_t)T * D);
+        fill(xs, (size_t)T * D, -1, 1);
+        kc_layer saved = m->layers[last];
+        const int slot = saved.gdn_index;
+        m->layers[last] = m->layers[0];
+        m->layers[last].gdn_index = slot; /* weights of layer 0, state of the last GDN layer */
+        int r0 = gdn_layer_alone(m, 0, xs, o0, T), r1 = gdn_layer_alone(m, last, xs, o1, T);
+        m->layers[last] = saved;
+        ok(!r0 && !r1 && n_unequal(o0, o1, (size_t)T * D) == 0,
+           "%s: bitexact layer-0 weights at layer 0 vs at GDN layer %d (state slot %d): %zu/%d unequal", file, last,
+           slot, n_unequal(o0, o1, (size_t)T * D), T * D);
+        free(xs); free(o0); free(o1);
+        api()->reset(en);
+    }
+cleanup:
+    api()->close(eg);
+    api()->close(en);
+}
+
+static void test_engine_resources(void)
+{
+    size_t free0, free1, tot;
+    char path[1024], err[1024];
+    kestrel_engine *e = NULL;
+    float *lg = NULL;
+    /* warm-up: module loading and first-launch allocations happen once per process */
+    e = eopen("mini27-q4_0.gguf", "");
+    if (!e) return;
+    {
+        kestrel_info info;
+        api()->info(e, &info);
+        lg = hnew(info.n_vocab);
+        api()->forward(e, k_toks, NTOK, 0, lg, NULL);
+    }
+    api()->close(e);
+    T_CK(cudaDeviceSynchronize());
+    T_CK(cudaMemGetInfo(&free0, &tot));
+    for (int i = 0; i < 3; i++) {
+        e = eopen(i == 1 ? "mini27-f32.gguf" : "mini27-q4_0.gguf", i == 2 ? "graph=0" : "");
+        if (e) api()->forward(e, k_toks, NTOK, 0, lg, NULL);
+        api()->close(e);
+    }
+    T_CK(cudaDeviceSynchronize());
+    T_CK(cudaMemGetInfo(&free1, &tot));
+    ok(free1 == free0, "3 x open/forward/close returns all device memory: free before %zu, after %zu (diff %lld)",
+       free0, free1, (long long)free0 - (long long)free1);
+
+    snprintf(path, sizeof path, "%s/mini27-f32.gguf", g_fix);
+    e = NULL;
+    int rc = api()->open(path, "vram_limit=100000", &e, err, sizeof err);
+    ok(rc != 0 && e == NULL && strstr(err, "out of device memory") && strstr(err, "mini27-f32.gguf"),
+       "open with vram_limit=100000 fails with a reported out-of-memory error: rc=%d: %s", rc, err);
+    T_CK(cudaMemGetInfo(&free1, &tot));
+    ok(free1 == free0, "failed open frees what it allocated: free before %zu, after %zu", free0, free1);
+
+    snprintf(path, sizeof path, "%s/minivk-f32.gguf", g_fix);
+    rc = api()->open(path, "delta=reg", &e, err, sizeof err);
+    ok(rc != 0 && strstr(err, "delta=reg"), "delta=reg on a kd=32 vd=48 model is refused at open: %s", err);
+    rc = api()->open(path, "graph=2", &e, err, sizeof err);
+    ok(rc != 0 && strstr(err, "graph"), "bad option value graph=2 is refused: %s", err);
+
+    /* a model shape the kernels do not serve: n_embd = 40 */
+    {
+        char bad[512];
+        gguf_writer *w = NULL;
+        snprintf(bad, sizeof bad, "%s/kestrel-cuda-badshape-%d.gguf", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+                 (int)getpid());
+        int wr = gguf_writer_open(bad, &w, err, sizeof err);
+        if (!wr) {
+            wr |= gguf_writer_kv_str(w, "general.architecture", "qwen35");
+            const char *keys[] = {"block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                                  "attention.head_count_kv", "attention.key_length", "rope.dimension_count",
+                                  "ssm.conv_kernel", "ssm.state_size", "ssm.group_count", "ssm.time_step_rank",
+                                  "ssm.inner_size"};
+            const uint32_t vals[] = {4, 40, 64, 2, 1, 32, 8, 4, 32, 2, 4, 128};
+            for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+                char k[128];
+                snprintf(k, sizeof k, "qwen35.%s", keys[i]);
+                wr |= gguf_writer_kv_u32(w, k, vals[i]);
+            }
+            wr |= gguf_writer_kv_f32(w, "qwen35.attention.layer_norm_rms_epsilon", 1e-6f);
+            wr |= gguf_writer_begin_data(w);
+            wr |= gguf_writer_finish(w);
+        }
+        rc = wr ? 0 : api()->open(bad, "", &e, err, sizeof err);
+        ok(!wr && rc != 0 && strstr(err, "unsupported shape") && strstr(err, "badshape"),
+           "a model with n_embd = 40 is refused at open with a clear error: %s", wr ? "could not write it" : err);
+        unlink(bad);
+    }
+    /* profile=1: per-kernel totals */
+    e = eopen("mini27-q4_0.gguf", "profile=1");
+    if (e) {
+        kestrel_prof_entry pe[64];
+        int32_t n = 0;
+        double total = 0;
+        int found_delta = 0, found_gemv = 0;
+        api()->forward(e, k_toks, NTOK, 0, lg, NULL);
+        api()->profile(e, pe, 64, &n);
+        for (int i = 0; i < n && i < 64; i++) {
+            total += pe[i].total_ms;
+            found_delta |= !strcmp(pe[i].name, "delta_step_reg") && pe[i].calls == (uint64_t)NTOK * 6;
+            found_gemv |= !strcmp(pe[i].name, "matvec_q4_0") && pe[i].calls > 0;
+            printf("#   profile %-24s %6llu calls %9.4f ms\n", pe[i].name, (unsigned long long)pe[i].calls,
+                   pe[i].total_ms);
+        }
+        ok(n > 5 && found_delta && found_gemv && total > 0,
+           "profile=1 attributes time per kernel name (%d names, %.3f ms, delta_step_reg x %d)", n, total, NTOK * 6);
+        api()->close(e);
+    }
+    free(lg);
+}
+
+int main(int argc, char **argv)
+{
+    int ndev = 0;
+    const char *seed_env = getenv("KESTREL_TEST_SEED");
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_kernels FIXTURE_DIR\n");
+        return 2;
+    }
+    g_fix = argv[1];
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("1..0 # SKIP no CUDA device visible\n");
+        return 0;
+    }
+    g_rng = seed_env ? strtoull(seed_env, NULL, 10) : (uint64_t)time(NULL) * 2654435761u + (uint64_t)getpid();
+    if (!g_rng) g_rng = 1;
+    printf("# seed %llu (KESTREL_TEST_SEED repeats it)\n", (unsigned long long)g_rng);
+#ifdef KESTREL_BITEXACT
+    printf("# built with -fmad=false -DKESTREL_BITEXACT\n");
+#endif
+    test_matvec();
+    test_norms();
+    test_gdn_small();
+    test_delta(16, 48, 128, 128, 64); /* 27B shape: both variants */
+    test_delta(4, 4, 32, 48, 16);     /* minivk shape: generic only */
+    test_delta(2, 6, 128, 128, 16);   /* mini27 shape */
+    test_engine("mini27-f32.gguf");
+    test_engine("mini27-q4_0.gguf");
+    test_engine("minivk-q8_0.gguf");
+    test_engine("minitied-f32.gguf");
+    test_engine_resources();
+    printf("1..%d\n", g_n);
+    return g_fail;
+}

@@ -1,0 +1,161 @@
+#!/bin/bash
+# tools/gpu_check.sh - the whole GPU check of the CUDA engine in ONE device call (issue 5).
+#
+# The lent GPU machine has nvcc but no libyaml/sqlite headers, so the build
+# happens here and travels (docs/cuda-engine.md, BRIEF §5):
+#
+#   here:    tools/gpu_check.sh --pack BUILD_DIR      # BUILD_DIR configured --with-cuda --with-cuda-arch=sm_90
+#            -> copies kestrel-eval, engines/*.so (resolved), cuda/test_kernels,
+#               cuda/engine_diff and libyaml-0.so.2 into .carry/gpu-check/ (git-ignored)
+#   device:  run tool, carry [".carry/gpu-check"], command:
+#            tools/gpu_check.sh --run [--perf]
+#
+# --run does, writing everything under $OUT (report.txt, gpu.db, logs):
+#   1. nvidia-smi, SHA-256 of every binary;
+#   2. cuda/test_kernels (kernels vs CPU twins, bit-exact checks, engine resources);
+#   3. cuda/engine_diff: CUDA vs CPU engine on every fixture file (f32, q8_0, q4_0):
+#      teacher-forced logits max_rel <= 1e-3, argmax equal, greedy identical;
+#   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
+#      cases again (against the first run's archive) and `kestrel-eval report`;
+#   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
+#      decode benches with graph on/off and a per-kernel profile;
+#   6. compute-sanitizer --tool memcheck over engine_diff on the fixtures and over
+#      `kestrel-eval run --tag accuracy` (all child processes);
+# Exit status: 0 when every step passed, 1 otherwise (the report says which).
+set -u
+
+CARRY=.carry/gpu-check
+
+pack() {
+    local b=$1
+    [ -x "$b/kestrel-eval" ] && [ -f "$b/cuda/libkestrel-cuda.so" ] && [ -x "$b/cuda/test_kernels" ] || {
+        echo "gpu_check.sh: $b: needs kestrel-eval, cuda/libkestrel-cuda.so and cuda/test_kernels (make && make cuda/test_kernels)" >&2
+        exit 2
+    }
+    rm -rf "$CARRY" && mkdir -p "$CARRY/bin" "$CARRY/engines" "$CARRY/lib" || exit 2
+    cp "$b/kestrel-eval" "$b/cuda/test_kernels" "$b/cuda/engine_diff" "$CARRY/bin/" || exit 2
+    cp -L "$b/engines/libkestrel-cpu.so" "$b/engines/libkestrel-cuda.so" "$CARRY/engines/" || exit 2
+    cp -L /usr/lib/x86_64-linux-gnu/libyaml-0.so.2 "$CARRY/lib/" || exit 2
+    (cd "$CARRY" && sha256sum bin/* engines/* > SHA256SUMS)
+    du -sh "$CARRY"
+    cat "$CARRY/SHA256SUMS"
+}
+
+step_rc=0
+note() { printf '%s\n' "$*" | tee -a "$REPORT"; }
+section() { note ""; note "== $* ($(date -u +%H:%M:%S))"; }
+verdict() { # name rc
+    if [ "$2" -eq 0 ]; then note "-- $1: PASS"; else note "-- $1: FAIL (rc $2)"; step_rc=1; fi
+}
+
+run_checks() {
+    local perf=$1
+    : "${OUT:=/tmp/gpu-check-out}"
+    mkdir -p "$OUT"
+    REPORT=$OUT/report.txt
+    : > "$REPORT"
+    export LD_LIBRARY_PATH=$PWD/$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export KESTREL_ENGINE_DIR=$PWD/$CARRY/engines
+    local B=$PWD/$CARRY/bin E=$PWD/$CARRY/engines FIX=tests/fixtures KE
+    KE=$B/kestrel-eval
+
+    section "machine"
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>&1 | tee -a "$REPORT"
+    (cd "$CARRY" && sha256sum -c SHA256SUMS) 2>&1 | tee -a "$REPORT"
+    note "libkestrel-cuda.so sha256: $(sha256sum "$E/libkestrel-cuda.so" | cut -d' ' -f1)"
+
+    section "test_kernels"
+    timeout 150 "$B/test_kernels" "$FIX" > "$OUT/test_kernels.tap" 2>&1
+    local rc=$?
+    grep -E '^(not )?ok|^1\.\.|^# (seed|built)' "$OUT/test_kernels.tap" >> "$REPORT"
+    [ $rc -eq 0 ] && ! grep -q '^not ok' "$OUT/test_kernels.tap" || rc=1
+    grep -q '^1\.\.[1-9]' "$OUT/test_kernels.tap" || rc=1
+    verdict test_kernels $rc
+
+    section "engine_diff: CUDA vs CPU engine on the same file (tol 1e-3, greedy 16)"
+    local toks="1,2,3,4,5,6,7,8,200,17,3,42,99,5,128,64" m q all=0
+    for m in mini27 minivk minitied; do
+        for q in f32 q8_0 q4_0; do
+            note "- $m-$q"
+            timeout 60 "$B/engine_diff" --a "$E/libkestrel-cpu.so" --b "$E/libkestrel-cuda.so" \
+                --model "$FIX/$m-$q.gguf" --tokens "$toks" --greedy 16 --tol 1e-3 >> "$REPORT" 2>&1 || all=1
+        done
+    done
+    verdict engine_diff $all
+
+    section "kestrel-eval run suites/cuda-check.yaml"
+    timeout 240 "$KE" run suites/cuda-check.yaml --db "$OUT/gpu.db" --label gpu-check >> "$REPORT" 2>&1
+    verdict "suite run 1" $?
+    timeout 90 "$KE" run suites/cuda-check.yaml --db "$OUT/gpu.db" --tag bitexact --label gpu-check-bitexact-2 >> "$REPORT" 2>&1
+    verdict "suite run 2 (bitexact vs run 1)" $?
+    "$KE" report latest --db "$OUT/gpu.db" >> "$REPORT" 2>&1
+    "$KE" query "SELECT c.name, m.name, m.value, m.text FROM cases c JOIN metrics m ON m.case_id = c.id ORDER BY c.id, m.name" \
+        --db "$OUT/gpu.db" > "$OUT/metrics.txt" 2>&1
+
+    if [ "$perf" = 1 ]; then
+        section "27B-shape q4_0 decode (synthetic model generated here)"
+        local M=/tmp/kestrel-perf/q27.gguf
+        mkdir -p /tmp/kestrel-perf
+        local t0=$SECONDS
+        timeout 150 "$KE" gen-model --preset qwen3.5-27b --type q4_0 --seed 1 -o "$M" -j 16 > /tmp/kestrel-perf/gen.log 2>&1
+        note "gen-model rc $? in $((SECONDS - t0)) s: $(tail -n 3 /tmp/kestrel-perf/gen.log)"
+        ls -la "$M" | tee -a "$REPORT"
+        cat > /tmp/kestrel-perf/perf.yaml <<EOF_PERF
+suite: gpu-check-perf
+description: first 27B-shape q4_0 decode numbers of the CUDA engine (synthetic weights)
+engines:
+  cuda: {lib: cuda, options: "graph=1,ctx=640"}
+  cuda-nograph: {lib: cuda, options: "graph=0,ctx=640"}
+  cuda-profile: {lib: cuda, options: "graph=0,profile=1,ctx=640"}
+models:
+  q27: $M
+defaults: {engine: cuda, timeout: 240, warmup: 10, iterations: 100}
+cases:
+  - {name: bandwidth, kind: bandwidth, bytes: 4294967296, iterations: 20}
+  - {name: q27-ctx1, kind: decode-bench, model: q27, prompt_len: 1, step_tokens: 1}
+  - {name: q27-ctx1-nograph, kind: decode-bench, engine: cuda-nograph, model: q27, prompt_len: 1, step_tokens: 1}
+  - {name: q27-ctx512, kind: decode-bench, model: q27, prompt_len: 512, step_tokens: 1}
+  - {name: q27-ctx1-profile, kind: decode-bench, engine: cuda-profile, model: q27, prompt_len: 1, step_tokens: 1, iterations: 20}
+EOF_PERF
+        timeout 240 "$KE" run /tmp/kestrel-perf/perf.yaml --db "$OUT/gpu.db" --label perf-27b >> "$REPORT" 2>&1
+        verdict "27B decode benches" $?
+        "$KE" report latest --db "$OUT/gpu.db" >> "$REPORT" 2>&1
+    fi
+
+    section "compute-sanitizer memcheck"
+    if command -v compute-sanitizer >/dev/null 2>&1; then
+        all=0
+        for f in mini27-f32 minivk-q4_0 minitied-q8_0; do
+            timeout 120 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+                "$B/engine_diff" --a "$E/libkestrel-cpu.so" --b "$E/libkestrel-cuda.so" --model "$FIX/$f.gguf" \
+                --tokens 1,2,3,4,5 --greedy 4 > /tmp/sanitizer-$f.log 2>&1
+            rc=$?
+            note "- engine_diff $f: rc $rc; $(grep -E 'ERROR SUMMARY|LEAK SUMMARY' /tmp/sanitizer-$f.log | tr '\n' ' ')"
+            { echo "==== engine_diff $f"; tail -n 60 /tmp/sanitizer-$f.log; } >> "$OUT/sanitizer.log"
+            [ $rc -eq 0 ] || all=1
+        done
+        timeout 240 compute-sanitizer --tool memcheck --target-processes all --error-exitcode 9 \
+            "$KE" run suites/cuda-check.yaml --db /tmp/sanitizer.db --label memcheck \
+            --case mini27-f32-oracle --case minivk-f32-oracle --case minitied-q4_0-oracle --case mini27-q8_0-oracle \
+            > /tmp/sanitizer-suite.log 2>&1
+        rc=$?
+        note "- kestrel-eval run --tag accuracy: rc $rc; $(grep -c 'ERROR SUMMARY: 0 errors' /tmp/sanitizer-suite.log) clean summaries, $(grep -E 'ERROR SUMMARY: [1-9]' /tmp/sanitizer-suite.log | head -3 | tr '\n' ' ')"
+        { echo "==== kestrel-eval run under memcheck"; tail -n 80 /tmp/sanitizer-suite.log; } >> "$OUT/sanitizer.log"
+        tail -5 /tmp/sanitizer-suite.log | tee -a "$REPORT"
+        [ $rc -eq 0 ] || all=1
+        verdict compute-sanitizer $all
+    else
+        note "compute-sanitizer not found"
+        verdict compute-sanitizer 1
+    fi
+
+    section "summary"
+    grep -E '^-- ' "$REPORT"
+    return $step_rc
+}
+
+case "${1:-}" in
+--pack) [ $# -eq 2 ] || { echo "usage: tools/gpu_check.sh --pack BUILD_DIR" >&2; exit 2; }; pack "$2" ;;
+--run) run_checks "$([ "${2:-}" = --perf ] && echo 1 || echo 0)"; exit $? ;;
+*) echo "usage: tools/gpu_check.sh --pack BUILD_DIR | --run [--perf]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,111 @@
+#!/bin/bash
+# tools/perf_h200.sh - the issue-6 performance job on the lent H200, in ONE device call:
+#   gen     write the synthetic 27B and 9B q4_0 models (kestrel-eval gen-model) into
+#           $PERF_MODELS (default /tmp/kestrel-perf) and link build-perf/models to it,
+#           which is where suites/perf-h200.yaml looks (build-perf/ is git-ignored)
+#   run     kestrel-eval run suites/perf-h200.yaml --db $OUT/perf.db
+#   ab      kestrel-eval ab: CUDA Graph on (A) vs off (B) on $AB_CASE, $AB_ROUNDS pairs
+#   sanity  27B logits of the first 4 tokens from the CUDA and the CPU engine, compared
+#   report  kestrel-eval report (text + markdown) and the engines' sha256 into $OUT
+# Usage: tools/perf_h200.sh [gen] [run] [ab] [sanity] [report]   (no argument: all of them)
+# Environment: OUT (results folder, default ./perf-out), KESTREL_EVAL (default: the layout of
+# `tools/gpu_check.sh --pack`, .carry/gpu-check/{bin,engines,lib}; then build/kestrel-eval),
+# KESTREL_ENGINE_DIR (default: engines/ beside bin/, or beside kestrel-eval),
+# PERF_MODELS, AB_CASE (q27-ctx1), AB_ROUNDS (6), SEED (1), REGEN=1 to rewrite existing models.
+# The models are generated on the device (never carried: 20 GB); a later call on the same warm
+# machine reuses them. Budget (estimates): gen ~1 min, run ~3-4 min, ab ~2 min (each round
+# loads the 27B), sanity ~1 min. Split the phases over calls if one call would pass 10 minutes.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+OUT=${OUT:-$PWD/perf-out}
+mkdir -p "$OUT"
+if [ -z "${KESTREL_EVAL:-}" ]; then # tools/gpu_check.sh --pack layout first, then build trees
+  for c in .carry/gpu-check/bin/kestrel-eval .carry/kestrel-eval build/kestrel-eval ./kestrel-eval; do
+    [ -x "$c" ] && { KESTREL_EVAL=$PWD/$c; break; }
+  done
+fi
+[ -n "${KESTREL_EVAL:-}" ] || { echo "perf_h200: no kestrel-eval (set KESTREL_EVAL)" >&2; exit 2; }
+bindir=$(dirname "$KESTREL_EVAL")
+top=$bindir
+[ "$(basename "$bindir")" = bin ] && top=$(dirname "$bindir")
+export KESTREL_ENGINE_DIR=${KESTREL_ENGINE_DIR:-$top/engines}
+[ -d "$top/lib" ] && export LD_LIBRARY_PATH="$top/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+KE=$KESTREL_EVAL
+PERF_MODELS=${PERF_MODELS:-/tmp/kestrel-perf}
+AB_CASE=${AB_CASE:-q27-ctx1}
+AB_ROUNDS=${AB_ROUNDS:-6}
+SEED=${SEED:-1}
+DB=$OUT/perf.db
+phases=${*:-gen run ab sanity report}
+worst=0
+step() { # step NAME cmd... : run, log to $OUT/NAME.log and stdout, remember the worst exit code
+  local name=$1; shift
+  echo "=== $name: $*"
+  local t0=$(date +%s%N)
+  "$@" 2>&1 | tee "$OUT/$name.log"
+  local rc=${PIPESTATUS[0]}
+  echo "=== $name: exit $rc, $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+  [ "$rc" -gt "$worst" ] && worst=$rc
+  return 0
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
+echo "cpus: $(nproc), kestrel-eval: $KE ($(sha256sum "$KE" | cut -c1-16)), engines: $KESTREL_ENGINE_DIR"
+
+for ph in $phases; do
+  case $ph in
+  gen)
+    mkdir -p "$PERF_MODELS" build-perf
+    ln -sfn "$PERF_MODELS" build-perf/models
+    df -h "$PERF_MODELS" | tail -1
+    for p in qwen3.5-27b qwen3.5-9b; do
+      f=$PERF_MODELS/$p-q4_0.gguf
+      if [ -s "$f" ] && [ "${REGEN:-0}" != 1 ]; then echo "have $f"; continue; fi
+      step "gen-$p" "$KE" gen-model --preset $p --type q4_0 --seed "$SEED" -o "$f"
+    done
+    ;;
+  run)
+    step run "$KE" run suites/perf-h200.yaml --db "$DB" --label "perf-h200 $(date -u +%FT%TZ)"
+    ;;
+  ab)
+    step ab "$KE" ab suites/perf-h200.yaml --case "$AB_CASE" --a cuda --b cuda --b-options graph=0,ctx=4608 \
+      --rounds "$AB_ROUNDS" --db "$DB" --label "graph on (A) vs off (B), $AB_CASE"
+    ;;
+  sanity)
+    m=build-perf/models/qwen3.5-27b-q4_0.gguf
+    step sanity-cuda "$KE" logits --engine cuda --model "$m" --tokens 1,2,3,4 --out "$OUT/q27-logits-cuda.npy"
+    step sanity-cpu "$KE" logits --engine cpu --model "$m" --tokens 1,2,3,4 --options "threads=$(nproc)" \
+      --out "$OUT/q27-logits-cpu.npy"
+    step sanity-compare python3 - "$OUT/q27-logits-cpu.npy" "$OUT/q27-logits-cuda.npy" <<'PY'
+import sys, numpy as np
+cpu, gpu = np.load(sys.argv[1]), np.load(sys.argv[2])
+print("shapes", cpu.shape, gpu.shape)
+bad = 0
+for p in range(cpu.shape[0]):
+    c, g = cpu[p].astype(np.float64), gpu[p].astype(np.float64)
+    fin = np.isfinite(c).all() and np.isfinite(g).all()
+    rel = np.abs(c - g).max() / np.abs(c).max()
+    print("pos %d: finite %s, max_rel %.3e, argmax cpu %d cuda %d, |logit| max %.3f"
+          % (p, fin, rel, c.argmax(), g.argmax(), np.abs(c).max()))
+    bad += (not fin) or rel > 1e-3
+sys.exit(1 if bad else 0)
+PY
+    ;;
+  report)
+    rid=$("$KE" query "SELECT max(id) AS id FROM runs WHERE label LIKE 'perf-h200%'" --db "$DB" --format csv | tail -1)
+    case $rid in ''|*[!0-9]*) rid=latest ;; esac
+    step report "$KE" report "$rid" --db "$DB"
+    "$KE" report "$rid" --db "$DB" --format md -o "$OUT/perf-report.md" >/dev/null 2>&1
+    "$KE" query "SELECT case_name, metric, value, unit FROM v_results WHERE run_id = (SELECT max(id) FROM runs WHERE label LIKE 'perf-h200%') ORDER BY case_name, metric" \
+      --db "$DB" --format csv >"$OUT/perf-metrics.csv" 2>&1
+    "$KE" query "SELECT c.name AS case_name, k.kernel, k.calls, k.total_ms, k.ms_per_step FROM kernel_profile k JOIN cases c ON c.id = k.case_id WHERE c.run_id = (SELECT max(id) FROM runs WHERE label LIKE 'perf-h200%') ORDER BY c.name, k.total_ms DESC" \
+      --db "$DB" --format csv >"$OUT/kernel-profile.csv" 2>&1
+    "$KE" query "SELECT r.id AS run_id, r.label, m.name, m.value, m.text FROM metrics m JOIN cases c ON c.id = m.case_id JOIN runs r ON r.id = c.run_id WHERE c.kind = 'ab' ORDER BY r.id, m.name" \
+      --db "$DB" --format csv | tee "$OUT/ab-metrics.csv"
+    sha256sum "$KESTREL_ENGINE_DIR"/*.so | tee "$OUT/engines.sha256"
+    ;;
+  *) echo "perf_h200: unknown phase '$ph' (gen run ab sanity report)" >&2; exit 2 ;;
+  esac
+done
+echo "perf_h200: done, worst exit code $worst, results in $OUT"
+exit $worst
