@@ -7,7 +7,8 @@
  * Options (comma-separated key=value): device=N, graph=0|1 (default 1),
  * profile=0|1, ctx=N (KV positions, default min(context_length, 4096)),
  * vram_limit=BYTES (allocator refuses beyond it: tests out-of-memory),
- * delta=auto|generic|reg, threads=N (accepted for suite compatibility, unused).
+ * delta=auto|generic|reg, gemv_rpw=0|1|2|4 (rows per warp of the q4_0 GEMVs, 0 = by rows; for A/B),
+ * threads=N (accepted for suite compatibility, unused).
  * Everything but kestrel_engine_entry has hidden visibility.
  */
 #include "model.cuh"
@@ -49,7 +50,7 @@ struct kestrel_engine {
 };
 
 typedef struct kc_opts {
-    int device, graph, profile, ctx, delta;
+    int device, graph, profile, ctx, delta, gemv_rpw;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -83,6 +84,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->profile = 0;
     o->ctx = 0;
     o->delta = -1;
+    o->gemv_rpw = 0;
     o->vram_limit = 0;
     if (!options || !*options) return 0;
     dup = strdup(options);
@@ -118,10 +120,11 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "profile") && v <= 1) o->profile = (int)v;
         else if (!strcmp(kv, "ctx") && v >= 1 && v <= 0x7fffffff) o->ctx = (int)v;
         else if (!strcmp(kv, "vram_limit")) o->vram_limit = v;
+        else if (!strcmp(kv, "gemv_rpw") && (v == 0 || v == 1 || v == 2 || v == 4)) o->gemv_rpw = (int)v;
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1, "
-                                  "ctx, vram_limit, delta, threads)", kv, val);
+                                  "ctx, vram_limit, delta, gemv_rpw=0|1|2|4, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -400,6 +403,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->use_graph = o.graph;
     e->m->prof = o.profile;
     e->m->vram_limit = o.vram_limit;
+    e->m->gemv_rpw = o.gemv_rpw;
     if (gguf_open(model_path, &f, err, err_len)) goto cleanup;
     ld.f = f;
     ld.m = e->m;

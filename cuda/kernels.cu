@@ -2,15 +2,16 @@
  * cuda/kernels.cu - kernels and their launchers (see kernels.cuh for the
  * contract of each op and the name of its CPU twin).
  *
- * GEMV design (all types): one warp per output row, 8 warps per block; each
- * lane walks the row in 16-byte loads (q4_0: one block of 32 weights per
- * load; q8_0: two loads per block; f32: 4 floats; f16/bf16: 8 halves),
- * two blocks per iteration into independent accumulators, then a butterfly
- * shuffle reduction. One warp per row keeps enough warps in flight for the
- * 27B shapes (5120..248320 rows); the seeds measured that packing several rows
- * into one warp lost more occupancy than it saved loads.
- * Every row of every GEMV variant (plain, accumulate, pair, SwiGLU) runs the
- * same row_dot(), so fused and separate launches are bit-identical.
+ * GEMV design, three paths (launch_gemv):
+ * - q4_0 layout 1 (every real Qwen3.5 width): gemv_q4.cuh, a warp streams 1, 2 or 4 rows
+ *   (kc_gemv_rpw) sharing each activation load, next superblock loaded before use;
+ * - other types with rows < ROWBLOCK_MAX_ROWS (beta/alpha projections): one block per row;
+ * - other types: one warp per row, 8 warps per block; each lane walks the row in 16-byte
+ *   loads (q4_0 layout 0: one block of 32 weights per load; q8_0: two loads per block;
+ *   f32: 4 floats; f16/bf16: 8 halves), two blocks per iteration into independent
+ *   accumulators, then a butterfly shuffle reduction.
+ * Each row's arithmetic depends only on its matrix (type, layout, rows class), never on the
+ * launch it is part of, so fused (pair, SwiGLU) and separate launches are bit-identical.
  */
 #include "kernels.cuh"
 #include "gdn_delta.cuh"
@@ -200,91 +201,13 @@ __device__ __forceinline__ float dot_q8_half(uint4 q, const float *__restrict__ 
 
 #define GGML_Q4_0_SB 1002u /* internal dispatch code: q4_0 in layout 1 */
 
-/* stored nibble (q + 8) at bit `sh` of b -> q as f32, exactly, without an I2F:
- * the bits 0x4B000000 | n are the float 2^23 + n. */
-__device__ __forceinline__ float q4v(uint32_t b, int sh)
-{
-    return __uint_as_float(((b >> sh) & 15u) | 0x4B000000u) - 8388616.0f;
-}
-
-/* one lane's share of a layout-1 superblock: 16 bytes of quants qq, the 8 scales of its
- * column groups ds (one 16-byte load), activations x4 (float4 of column s*1024 + 4*lane) */
-__device__ __forceinline__ void q4sb_accum(uint4 qq, uint4 ds, const float4 *__restrict__ x4, float &acc0,
-                                           float &acc1)
-{
-    const uint32_t w[4] = {qq.x, qq.y, qq.z, qq.w};
-    const uint32_t dw[4] = {ds.x, ds.y, ds.z, ds.w};
-#pragma unroll
-    for (int k = 0; k < 8; k++) {
-        const float4 xv = __ldg(x4 + k * 32);
-        const uint32_t b = w[k >> 1];
-        const int sh = (k & 1) * 16;
-        float t = q4v(b, sh) * xv.x;
-        t += q4v(b, sh + 4) * xv.y;
-        t += q4v(b, sh + 8) * xv.z;
-        t += q4v(b, sh + 12) * xv.w;
-        const float dk = __half2float(__ushort_as_half((unsigned short)(dw[k >> 1] >> sh)));
-        if (k & 1) acc1 += dk * t; else acc0 += dk * t;
-    }
-}
-
-/* the same for two rows (gate and up of SwiGLU) sharing each activation load */
-__device__ __forceinline__ void q4sb_accum2(uint4 qg, uint4 dg, uint4 qu, uint4 du, const float4 *__restrict__ x4,
-                                            float &g0, float &g1, float &u0, float &u1)
-{
-    const uint32_t wg[4] = {qg.x, qg.y, qg.z, qg.w}, wu[4] = {qu.x, qu.y, qu.z, qu.w};
-    const uint32_t dwg[4] = {dg.x, dg.y, dg.z, dg.w}, dwu[4] = {du.x, du.y, du.z, du.w};
-#pragma unroll
-    for (int k = 0; k < 8; k++) {
-        const float4 xv = __ldg(x4 + k * 32);
-        const int sh = (k & 1) * 16;
-        const uint32_t bg = wg[k >> 1], bu = wu[k >> 1];
-        float tg = q4v(bg, sh) * xv.x, tu = q4v(bu, sh) * xv.x;
-        tg += q4v(bg, sh + 4) * xv.y;
-        tu += q4v(bu, sh + 4) * xv.y;
-        tg += q4v(bg, sh + 8) * xv.z;
-        tu += q4v(bu, sh + 8) * xv.z;
-        tg += q4v(bg, sh + 12) * xv.w;
-        tu += q4v(bu, sh + 12) * xv.w;
-        const float dkg = __half2float(__ushort_as_half((unsigned short)(dwg[k >> 1] >> sh)));
-        const float dku = __half2float(__ushort_as_half((unsigned short)(dwu[k >> 1] >> sh)));
-        if (k & 1) { g1 += dkg * tg; u1 += dku * tu; }
-        else { g0 += dkg * tg; u0 += dku * tu; }
-    }
-}
-
-#define Q4SB_INFLIGHT 4
-/* a layout-1 row: Q4SB_INFLIGHT superblocks of quants and scales loaded before any use */
-__device__ __forceinline__ void q4sb_row(const kc_mat &W, int r, const float *__restrict__ x, int lane, float &acc0,
-                                         float &acc1)
-{
-    const int nsb = W.cols / 1024;
-    const uint4 *q = (const uint4 *)W.data + (size_t)r * nsb * 32 + lane;
-    const uint4 *ds = (const uint4 *)W.d + (size_t)r * nsb * 4 + (lane >> 3);
-    const float4 *x4 = (const float4 *)x + lane;
-    int s = 0;
-    for (; s + Q4SB_INFLIGHT <= nsb; s += Q4SB_INFLIGHT) {
-        uint4 qa[Q4SB_INFLIGHT], da[Q4SB_INFLIGHT];
-#pragma unroll
-        for (int i = 0; i < Q4SB_INFLIGHT; i++) {
-            qa[i] = __ldg(q + (size_t)(s + i) * 32);
-            da[i] = __ldg(ds + (size_t)(s + i) * 4);
-        }
-#pragma unroll
-        for (int i = 0; i < Q4SB_INFLIGHT; i++) q4sb_accum(qa[i], da[i], x4 + (s + i) * 256, acc0, acc1);
-    }
-    for (; s < nsb; s++) q4sb_accum(__ldg(q + (size_t)s * 32), __ldg(ds + (size_t)s * 4), x4 + s * 256, acc0, acc1);
-}
-
 /* dot(row r of W, x) for one warp; every lane returns the full sum */
 template <uint32_t TYPE>
 __device__ __forceinline__ float row_dot(const kc_mat W, int r, const float *__restrict__ x, int lane)
 {
     const int cols = W.cols;
     float acc0 = 0.0f, acc1 = 0.0f;
-    if (TYPE == GGML_Q4_0_SB) {
-        q4sb_row(W, r, x, lane, acc0, acc1);
-    } else if (TYPE == GGML_Q4_0 || TYPE == GGML_Q8_0) {
+    if (TYPE == GGML_Q4_0 || TYPE == GGML_Q8_0) {
         const int nb = cols / 32;
         const __half *d = W.d + (size_t)r * nb;
         const size_t qb = TYPE == GGML_Q4_0 ? 16 : 32;
@@ -381,33 +304,71 @@ __global__ void matvec_swiglu_kernel(const kc_mat G, const kc_mat U, const float
     const int r = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (r >= G.rows) return;
-    float g, u;
-    if (TYPE == GGML_Q4_0_SB) { /* gate and up rows together: one activation load serves both */
-        const int nsb = G.cols / 1024;
-        const size_t qo = (size_t)r * nsb * 32 + lane, so = (size_t)r * nsb * 4 + (lane >> 3);
-        const uint4 *qg = (const uint4 *)G.data + qo, *qu = (const uint4 *)U.data + qo;
-        const uint4 *dg = (const uint4 *)G.d + so, *du = (const uint4 *)U.d + so;
-        const float4 *x4 = (const float4 *)x + lane;
-        float g0 = 0.0f, g1 = 0.0f, u0 = 0.0f, u1 = 0.0f;
-        int s = 0;
-        for (; s + 2 <= nsb; s += 2) {
-            const uint4 qg0 = __ldg(qg + (size_t)s * 32), qu0 = __ldg(qu + (size_t)s * 32);
-            const uint4 qg1 = __ldg(qg + (size_t)(s + 1) * 32), qu1 = __ldg(qu + (size_t)(s + 1) * 32);
-            const uint4 dg0 = __ldg(dg + (size_t)s * 4), du0 = __ldg(du + (size_t)s * 4);
-            const uint4 dg1 = __ldg(dg + (size_t)(s + 1) * 4), du1 = __ldg(du + (size_t)(s + 1) * 4);
-            q4sb_accum2(qg0, dg0, qu0, du0, x4 + s * 256, g0, g1, u0, u1);
-            q4sb_accum2(qg1, dg1, qu1, du1, x4 + (s + 1) * 256, g0, g1, u0, u1);
-        }
-        for (; s < nsb; s++)
-            q4sb_accum2(__ldg(qg + (size_t)s * 32), __ldg(dg + (size_t)s * 4), __ldg(qu + (size_t)s * 32),
-                        __ldg(du + (size_t)s * 4), x4 + s * 256, g0, g1, u0, u1);
-        g = warp_sum(g0 + g1);
-        u = warp_sum(u0 + u1);
-    } else {
-        g = row_dot<TYPE>(G, r, x, lane);
-        u = row_dot<TYPE>(U, r, x, lane);
-    }
+    const float g = row_dot<TYPE>(G, r, x, lane), u = row_dot<TYPE>(U, r, x, lane);
     if (lane == 0) y[r] = g / (1.0f + expf(-g)) * u;
+}
+
+#include "gemv_q4.cuh"
+
+__device__ float block_sum(float v, float *sh);
+
+/* Short matrices (rows < ROWBLOCK_MAX_ROWS, types other than q4_0 layout 1): one BLOCK per row,
+ * its threads strided over 16-byte units of the row, then a fixed-tree block sum. The beta/alpha
+ * projections (48 rows of 5120) ran as 12 blocks of warp-per-row GEMV at ~150 GB/s.
+ * Unit u of a row: f32 columns 4u.., f16/bf16 8u.., q8_0 16u.. (half a block), q4_0 layout 0 32u.. */
+#define ROWBLOCK_MAX_ROWS 1024
+#define ROWBLOCK_THREADS 256
+
+template <uint32_t TYPE>
+__device__ __forceinline__ float unit_dot(const kc_mat &W, int r, int u, const float *__restrict__ x)
+{
+    const int cols = W.cols;
+    if (TYPE == GGML_F32) {
+        const float4 a = __ldg((const float4 *)((const float *)W.data + (size_t)r * cols) + u);
+        const float4 xa = __ldg((const float4 *)x + u);
+        float s = a.x * xa.x;
+        s += a.y * xa.y;
+        s += a.z * xa.z;
+        s += a.w * xa.w;
+        return s;
+    } else if (TYPE == GGML_F16 || TYPE == GGML_BF16) {
+        const uint4 w = __ldg((const uint4 *)((const uint16_t *)W.data + (size_t)r * cols) + u);
+        const float4 xa = __ldg((const float4 *)x + 2 * u), xb = __ldg((const float4 *)x + 2 * u + 1);
+        return TYPE == GGML_F16 ? dot8_f16(w, xa, xb) : dot8_bf16(w, xa, xb);
+    } else if (TYPE == GGML_Q8_0) {
+        const int nb = cols / 32;
+        const uint4 q = __ldg((const uint4 *)((const int8_t *)W.data + (size_t)r * cols) + u);
+        return __half2float(W.d[(size_t)r * nb + u / 2]) * dot_q8_half(q, x + (size_t)u * 16);
+    } else { /* Q4_0, layout 0 */
+        const int nb = cols / 32;
+        const uint4 q = __ldg((const uint4 *)W.data + (size_t)r * nb + u);
+        return __half2float(W.d[(size_t)r * nb + u]) * dot_q4_block(q, x + (size_t)u * 32);
+    }
+}
+
+/* grid = W0.rows + W1.rows: block b < W0.rows takes row b of W0, the others rows of W1 */
+template <uint32_t TYPE>
+__global__ void __launch_bounds__(ROWBLOCK_THREADS) matvec_rowblock_kernel(const kc_mat W0, const kc_mat W1,
+                                                                           const float *__restrict__ x, float *y0,
+                                                                           float *y1, int accumulate)
+{
+    __shared__ float sh[32];
+    const bool first = (int)blockIdx.x < W0.rows;
+    const kc_mat W = first ? W0 : W1;
+    const int r = first ? (int)blockIdx.x : (int)blockIdx.x - W0.rows;
+    float *y = first ? y0 : y1;
+    const int upr = TYPE == GGML_F32 ? 4 : TYPE == GGML_Q8_0 ? 16 : TYPE == GGML_Q4_0 ? 32 : 8;
+    const int n = W.cols / upr;
+    float acc0 = 0.0f, acc1 = 0.0f;
+    int u = threadIdx.x;
+    for (; u + ROWBLOCK_THREADS < n; u += 2 * ROWBLOCK_THREADS) { /* two units in flight */
+        const float a = unit_dot<TYPE>(W, r, u, x), b = unit_dot<TYPE>(W, r, u + ROWBLOCK_THREADS, x);
+        acc0 += a;
+        acc1 += b;
+    }
+    if (u < n) acc0 += unit_dot<TYPE>(W, r, u, x);
+    const float s = block_sum(acc0 + acc1, sh);
+    if (threadIdx.x == 0) y[r] = accumulate ? y[r] + s : s;
 }
 
 #define DISPATCH_TYPE(type, KERNEL, grid, block, smem, st, ...)                                   \
@@ -417,32 +378,86 @@ __global__ void matvec_swiglu_kernel(const kc_mat G, const kc_mat U, const float
     case GGML_BF16: KERNEL<GGML_BF16><<<grid, block, smem, st>>>(__VA_ARGS__); break;            \
     case GGML_Q8_0: KERNEL<GGML_Q8_0><<<grid, block, smem, st>>>(__VA_ARGS__); break;            \
     case GGML_Q4_0: KERNEL<GGML_Q4_0><<<grid, block, smem, st>>>(__VA_ARGS__); break;            \
-    case GGML_Q4_0_SB: KERNEL<GGML_Q4_0_SB><<<grid, block, smem, st>>>(__VA_ARGS__); break;      \
     default: return cudaErrorInvalidValue;                                                        \
     }
 
 static uint32_t disp_type(const kc_mat *W) { return W->type == GGML_Q4_0 && W->layout == 1 ? GGML_Q4_0_SB : W->type; }
 
+int kc_gemv_rpw(const kc_mat *W)
+{
+    if (W->rpw == 1 || W->rpw == 2 || W->rpw == 4) return W->rpw;
+    /* enough warps for ~2.5 resident blocks of 8 warps on each of 132 SMs, else fewer rows per warp */
+    return W->rows >= 8192 ? 4 : W->rows >= 4096 ? 2 : 1;
+}
+
+static int rowblock_path(const kc_mat *W) { return disp_type(W) != GGML_Q4_0_SB && W->rows < ROWBLOCK_MAX_ROWS; }
+
+#define ROWBLOCK_TYPE(type, grid, st, ...)                                                        \
+    switch (type) {                                                                               \
+    case GGML_F32: matvec_rowblock_kernel<GGML_F32><<<grid, ROWBLOCK_THREADS, 0, st>>>(__VA_ARGS__); break;   \
+    case GGML_F16: matvec_rowblock_kernel<GGML_F16><<<grid, ROWBLOCK_THREADS, 0, st>>>(__VA_ARGS__); break;   \
+    case GGML_BF16: matvec_rowblock_kernel<GGML_BF16><<<grid, ROWBLOCK_THREADS, 0, st>>>(__VA_ARGS__); break; \
+    case GGML_Q8_0: matvec_rowblock_kernel<GGML_Q8_0><<<grid, ROWBLOCK_THREADS, 0, st>>>(__VA_ARGS__); break; \
+    case GGML_Q4_0: matvec_rowblock_kernel<GGML_Q4_0><<<grid, ROWBLOCK_THREADS, 0, st>>>(__VA_ARGS__); break; \
+    default: return cudaErrorInvalidValue;                                                        \
+    }
+
+/* W0 (and W1 when W1 != NULL: same type, cols and layout) in one launch, by path */
+static cudaError_t launch_gemv(const kc_mat *W0, const kc_mat *W1, const float *x, float *y0, float *y1,
+                               int accumulate, cudaStream_t st)
+{
+    kc_mat none;
+    memset(&none, 0, sizeof none);
+    const kc_mat *B = W1 ? W1 : &none;
+    const int rows = W0->rows + B->rows;
+    if (disp_type(W0) == GGML_Q4_0_SB) {
+        const int R = kc_gemv_rpw(W0);
+        const int warps = (W0->rows + R - 1) / R + (B->rows + R - 1) / R;
+        const int grid = (warps + Q4M_WARPS - 1) / Q4M_WARPS;
+        if (R == 4) matvec_q4m_kernel<4><<<grid, 32 * Q4M_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
+        else if (R == 2) matvec_q4m_kernel<2><<<grid, 32 * Q4M_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
+        else matvec_q4m_kernel<1><<<grid, 32 * Q4M_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
+    } else if (rowblock_path(W0)) {
+        ROWBLOCK_TYPE(W0->type, rows, st, *W0, *B, x, y0, y1, accumulate);
+    } else if (!W1) {
+        const int grid = (W0->rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
+        DISPATCH_TYPE(W0->type, matvec_kernel, grid, 32 * ROWS_PER_BLOCK, 0, st, *W0, x, y0, accumulate);
+    } else {
+        if (accumulate) return cudaErrorInvalidValue;
+        const int grid = (rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
+        DISPATCH_TYPE(W0->type, matvec2_kernel, grid, 32 * ROWS_PER_BLOCK, 0, st, *W0, *W1, x, y0, y1);
+    }
+    return cudaGetLastError();
+}
+
 cudaError_t kc_matvec(const kc_mat *W, const float *x, float *y, int accumulate, cudaStream_t st)
 {
-    const int grid = (W->rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
-    DISPATCH_TYPE(disp_type(W), matvec_kernel, grid, 32 * ROWS_PER_BLOCK, 0, st, *W, x, y, accumulate);
-    return cudaGetLastError();
+    return launch_gemv(W, NULL, x, y, NULL, accumulate, st);
 }
 
 cudaError_t kc_matvec2(const kc_mat *W0, const kc_mat *W1, const float *x, float *y0, float *y1,
                        cudaStream_t st)
 {
     if (W0->type != W1->type || W0->cols != W1->cols || W0->layout != W1->layout) return cudaErrorInvalidValue;
-    const int grid = (W0->rows + W1->rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
-    DISPATCH_TYPE(disp_type(W0), matvec2_kernel, grid, 32 * ROWS_PER_BLOCK, 0, st, *W0, *W1, x, y0, y1);
-    return cudaGetLastError();
+    if (disp_type(W0) != GGML_Q4_0_SB && rowblock_path(W0) != rowblock_path(W1)) {
+        /* the two rows counts fall on different paths: two launches keep each matrix on its own */
+        cudaError_t e = launch_gemv(W0, NULL, x, y0, NULL, 0, st);
+        return e != cudaSuccess ? e : launch_gemv(W1, NULL, x, y1, NULL, 0, st);
+    }
+    return launch_gemv(W0, W1, x, y0, y1, 0, st);
 }
 
 cudaError_t kc_matvec_swiglu(const kc_mat *G, const kc_mat *U, const float *x, float *y, cudaStream_t st)
 {
     if (G->type != U->type || G->cols != U->cols || G->rows != U->rows || G->layout != U->layout)
         return cudaErrorInvalidValue;
+    if (disp_type(G) == GGML_Q4_0_SB) {
+        const int P = kc_gemv_rpw(G) >= 4 ? 2 : 1; /* 2P row streams per warp */
+        const int grid = ((G->rows + P - 1) / P + Q4M_WARPS - 1) / Q4M_WARPS;
+        if (P == 2) matvec_swiglu_q4m_kernel<2><<<grid, 32 * Q4M_WARPS, 0, st>>>(*G, *U, x, y);
+        else matvec_swiglu_q4m_kernel<1><<<grid, 32 * Q4M_WARPS, 0, st>>>(*G, *U, x, y);
+        return cudaGetLastError();
+    }
     const int grid = (G->rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
     DISPATCH_TYPE(disp_type(G), matvec_swiglu_kernel, grid, 32 * ROWS_PER_BLOCK, 0, st, *G, *U, x, y);
     return cudaGetLastError();
@@ -566,15 +581,22 @@ cudaError_t kc_gated_rmsnorm(const float *o, const float *z, const float *w, flo
 
 /* ------------------------------------------------------------------ GDN */
 
+/* element i of gdn_beta_g (shared by gdn_beta_g_kernel and gdn_prep_kernel) */
+__device__ __forceinline__ void beta_g_one(const float *b, const float *a, const float *ssm_a, const float *dt_bias,
+                                           float *beta, float *g, int i)
+{
+    const float xa = a[i] + dt_bias[i];
+    const float sp = xa > 20.0f ? xa : log1pf(expf(xa)); /* torch softplus, threshold 20 */
+    g[i] = ssm_a[i] * sp;
+    beta[i] = 1.0f / (1.0f + expf(-b[i]));
+}
+
 __global__ void gdn_beta_g_kernel(const float *b, const float *a, const float *ssm_a,
                                   const float *dt_bias, float *beta, float *g, int vh)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= vh) return;
-    const float xa = a[i] + dt_bias[i];
-    const float sp = xa > 20.0f ? xa : log1pf(expf(xa)); /* torch softplus, threshold 20 */
-    g[i] = ssm_a[i] * sp;
-    beta[i] = 1.0f / (1.0f + expf(-b[i]));
+    beta_g_one(b, a, ssm_a, dt_bias, beta, g, i);
 }
 
 cudaError_t kc_gdn_beta_g(const float *b, const float *a, const float *ssm_a, const float *dt_bias,
@@ -584,11 +606,11 @@ cudaError_t kc_gdn_beta_g(const float *b, const float *a, const float *ssm_a, co
     return cudaGetLastError();
 }
 
-__global__ void conv_step_kernel(const float *__restrict__ x, float *__restrict__ hist,
-                                 const float *__restrict__ w, float *__restrict__ y, int C, int K)
+/* channel c of conv_step: y[c] = silu(conv), history advanced; returns y[c]
+ * (shared by conv_step_kernel and gdn_prep_kernel) */
+__device__ __forceinline__ float conv_channel(const float *__restrict__ x, float *__restrict__ hist,
+                                              const float *__restrict__ w, float *__restrict__ y, int C, int K, int c)
 {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= C) return;
     const float *wc = w + (size_t)c * K;
     const float raw = x[c];
     float acc = 0.0f;
@@ -596,13 +618,72 @@ __global__ void conv_step_kernel(const float *__restrict__ x, float *__restrict_
     acc += wc[K - 1] * raw;
     for (int j = 0; j + 1 < K - 1; j++) hist[(size_t)j * C + c] = hist[(size_t)(j + 1) * C + c];
     if (K > 1) hist[(size_t)(K - 2) * C + c] = raw;
-    y[c] = acc / (1.0f + expf(-acc));
+    const float v = acc / (1.0f + expf(-acc));
+    y[c] = v;
+    return v;
+}
+
+__global__ void conv_step_kernel(const float *__restrict__ x, float *__restrict__ hist,
+                                 const float *__restrict__ w, float *__restrict__ y, int C, int K)
+{
+    const int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    conv_channel(x, hist, w, y, C, K, c);
 }
 
 cudaError_t kc_conv_step(const float *x, float *hist, const float *w, float *y, int C, int K,
                          cudaStream_t st)
 {
     conv_step_kernel<<<(C + 255) / 256, 256, 0, st>>>(x, hist, w, y, C, K);
+    return cudaGetLastError();
+}
+
+/* gdn_prep: gdn_beta_g + conv_step + the two l2norms of one GDN layer in ONE launch (v3,
+ * cuda/PERF-NOTES.md). Every block has T = norm_threads(kd) threads (the l2norm kernel's
+ * block), so each value is computed by the same code with the same reduction tree as the
+ * separate kernels: bit-identical to them (test_kernels checks it).
+ * Blocks [0, kh): q head h (channels h*kd..): conv, then l2norm * qscale into qn;
+ *        [kh, 2kh): k head; then ceil(vh*vd / T) blocks of v channels (conv only);
+ *        then ceil(vh / T) blocks of beta/g. */
+__global__ void gdn_prep_kernel(const float *__restrict__ x, float *__restrict__ hist, const float *__restrict__ w,
+                                float *__restrict__ y, int C, int K, int kh, int kd, float qscale,
+                                float *__restrict__ qn, float *__restrict__ kn, const float *__restrict__ b,
+                                const float *__restrict__ a, const float *__restrict__ ssm_a,
+                                const float *__restrict__ dt_bias, float *__restrict__ beta, float *__restrict__ g,
+                                int vh)
+{
+    __shared__ float sh[32];
+    const int T = blockDim.x, blk = blockIdx.x;
+    const int nqk = 2 * kh, nv = (C - nqk * kd + T - 1) / T;
+    if (blk < nqk) { /* one q or k head: conv of its kd channels, then its L2 norm */
+        const int c0 = blk * kd;
+        float ss = 0.0f;
+        for (int i = threadIdx.x; i < kd; i += T) {
+            const float v = conv_channel(x, hist, w, y, C, K, c0 + i);
+            ss += v * v;
+        }
+        ss = block_sum(ss, sh);
+        const float inv = rsqrtf(ss + 1e-6f) * (blk < kh ? qscale : 1.0f);
+        float *out = blk < kh ? qn + (size_t)blk * kd : kn + (size_t)(blk - kh) * kd;
+        for (int i = threadIdx.x; i < kd; i += T) out[i] = y[c0 + i] * inv; /* own writes: no barrier needed */
+    } else if (blk < nqk + nv) {
+        const int c = nqk * kd + (blk - nqk) * T + threadIdx.x;
+        if (c < C) conv_channel(x, hist, w, y, C, K, c);
+    } else {
+        const int i = (blk - nqk - nv) * T + threadIdx.x;
+        if (i < vh) beta_g_one(b, a, ssm_a, dt_bias, beta, g, i);
+    }
+}
+
+cudaError_t kc_gdn_prep(const float *x, float *hist, const float *w, float *y, int C, int K, int kh, int kd,
+                        float qscale, float *qn, float *kn, const float *b, const float *a, const float *ssm_a,
+                        const float *dt_bias, float *beta, float *g, int vh, cudaStream_t st)
+{
+    const int T = norm_threads(kd);
+    if (C < 2 * kh * kd) return cudaErrorInvalidValue;
+    const int grid = 2 * kh + (C - 2 * kh * kd + T - 1) / T + (vh + T - 1) / T;
+    gdn_prep_kernel<<<grid, T, 0, st>>>(x, hist, w, y, C, K, kh, kd, qscale, qn, kn, b, a, ssm_a, dt_bias, beta,
+                                        g, vh);
     return cudaGetLastError();
 }
 

@@ -46,7 +46,12 @@ typedef struct kc_mat {
     int32_t rows, cols;
     void *data;
     __half *d; /* quantised types only */
+    int32_t rpw; /* q4_0 layout 1: rows per warp of the GEMV (1, 2, 4); 0 = pick by rows (kc_gemv_rpw) */
+    int32_t pad_;
 } kc_mat;
+
+/* Rows per warp the q4_0 layout-1 GEMV uses for this matrix (W->rpw, or by its row count). */
+int kc_gemv_rpw(const kc_mat *W);
 
 /* 1 when the GEMV kernels support this matrix (type known, cols % 32 == 0). */
 int kc_mat_supported(uint32_t type, int64_t cols);
@@ -96,6 +101,13 @@ cudaError_t kc_gdn_beta_g(const float *b, const float *a, const float *ssm_a, co
  * x (C,) raw projection, hist (K-1, C) oldest first, w (C, K) (tap K-1 multiplies x), y (C,). */
 cudaError_t kc_conv_step(const float *x, float *hist, const float *w, float *y, int C, int K,
                          cudaStream_t st);
+/* gdn_beta_g + conv_step + l2norm(q, scale qscale) + l2norm(k) in ONE launch, bit-identical to
+ * the four launches: x (C,) raw projection, hist (K-1, C), w (C, K), y (C,) after conv + SiLU
+ * (q | k | v), qn, kn (kh, kd) normed (from y's first 2*kh*kd channels); b, a, ssm_a, dt_bias,
+ * beta, g (vh,). */
+cudaError_t kc_gdn_prep(const float *x, float *hist, const float *w, float *y, int C, int K, int kh, int kd,
+                        float qscale, float *qn, float *kn, const float *b, const float *a, const float *ssm_a,
+                        const float *dt_bias, float *beta, float *g, int vh, cudaStream_t st);
 /* twin delta_step, one token of the gated delta rule for all v-heads:
  * S (vh, kd, vd) updated in place; q, k (kh, kd) normed; v (vh, vd); g, beta (vh,); o (vh, vd).
  * v-head h reads k-head h % kh (GGUF tiled order).

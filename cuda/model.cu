@@ -84,6 +84,7 @@ int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t
     out->layout = kc_mat_layout(type, cols);
     out->rows = (int32_t)rows;
     out->cols = (int32_t)cols;
+    out->rpw = m->gemv_rpw;
     if (kc_alloc(m, &out->data, db)) goto cleanup;
     if (sb && kc_alloc(m, (void **)&out->d, sb)) goto cleanup;
     if (sb) {
@@ -311,6 +312,12 @@ static const char *kname(char *buf, size_t n, const char *op, const kc_mat *w)
 
 /* ------------------------------------------------------------------ the step */
 
+/* Two matrices kc_matvec2 takes in one launch: same type, width and layout */
+static int same_shape_class(const kc_mat *a, const kc_mat *b)
+{
+    return a->type == b->type && a->cols == b->cols && a->layout == b->layout;
+}
+
 int kc_layer_step(kc_model *m, int l)
 {
     int rc = -1;
@@ -326,8 +333,12 @@ int kc_layer_step(kc_model *m, int l)
         float *S = m->S + (size_t)gi * d->vh * d->kd * d->vd;
         float *hist = m->hist + (size_t)gi * (K - 1) * C;
         const int variant = m->delta_variant < 0 ? (d->kd == 128 && d->vd == 128) : m->delta_variant;
-        RUN(kname(nm, sizeof nm, "matvec", &L->qkv), kc_matvec(&L->qkv, m->xn, g->raw, 0, st));
-        RUN(kname(nm, sizeof nm, "matvec", &L->z), kc_matvec(&L->z, m->xn, g->z, 0, st));
+        if (same_shape_class(&L->qkv, &L->z)) { /* one launch for both projections of xn */
+            RUN(kname(nm, sizeof nm, "matvec2", &L->qkv), kc_matvec2(&L->qkv, &L->z, m->xn, g->raw, g->z, st));
+        } else {
+            RUN(kname(nm, sizeof nm, "matvec", &L->qkv), kc_matvec(&L->qkv, m->xn, g->raw, 0, st));
+            RUN(kname(nm, sizeof nm, "matvec", &L->z), kc_matvec(&L->z, m->xn, g->z, 0, st));
+        }
         if (L->beta_w.type == L->alpha_w.type) {
             RUN(kname(nm, sizeof nm, "matvec2", &L->beta_w),
                 kc_matvec2(&L->beta_w, &L->alpha_w, m->xn, g->b, g->a, st));
@@ -335,10 +346,10 @@ int kc_layer_step(kc_model *m, int l)
             RUN(kname(nm, sizeof nm, "matvec", &L->beta_w), kc_matvec(&L->beta_w, m->xn, g->b, 0, st));
             RUN(kname(nm, sizeof nm, "matvec", &L->alpha_w), kc_matvec(&L->alpha_w, m->xn, g->a, 0, st));
         }
-        RUN("gdn_beta_g", kc_gdn_beta_g(g->b, g->a, L->ssm_a, L->dt_bias, g->beta, g->g, d->vh, st));
-        RUN("conv_step", kc_conv_step(g->raw, hist, L->conv_w, g->conv, C, K, st));
-        RUN("l2norm", kc_l2norm(g->conv, g->qn, d->kh, d->kd, 1.0f / sqrtf((float)d->kd), st));
-        RUN("l2norm", kc_l2norm(g->conv + (size_t)d->kh * d->kd, g->kn, d->kh, d->kd, 1.0f, st));
+        /* beta/g, conv + SiLU, L2 norms of q and k: one launch (bit-identical to the four) */
+        RUN("gdn_prep", kc_gdn_prep(g->raw, hist, L->conv_w, g->conv, C, K, d->kh, d->kd,
+                                    1.0f / sqrtf((float)d->kd), g->qn, g->kn, g->b, g->a, L->ssm_a, L->dt_bias,
+                                    g->beta, g->g, d->vh, st));
         RUN(variant ? "delta_step_reg" : "delta_step",
             kc_delta_step(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o, d->kh,
                           d->kd, d->vh, d->vd, variant, st));
@@ -349,8 +360,12 @@ int kc_layer_step(kc_model *m, int l)
         const size_t kvs = (size_t)d->ctx * d->nkv * hd;
         float *kc = m->kcache + (size_t)ai * kvs, *vc = m->vcache + (size_t)ai * kvs;
         RUN(kname(nm, sizeof nm, "matvec", &L->wq), kc_matvec(&L->wq, m->xn, m->qg, 0, st));
-        RUN(kname(nm, sizeof nm, "matvec", &L->wk), kc_matvec(&L->wk, m->xn, m->ak, 0, st));
-        RUN(kname(nm, sizeof nm, "matvec", &L->wv), kc_matvec(&L->wv, m->xn, m->av, 0, st));
+        if (same_shape_class(&L->wk, &L->wv)) {
+            RUN(kname(nm, sizeof nm, "matvec2", &L->wk), kc_matvec2(&L->wk, &L->wv, m->xn, m->ak, m->av, st));
+        } else {
+            RUN(kname(nm, sizeof nm, "matvec", &L->wk), kc_matvec(&L->wk, m->xn, m->ak, 0, st));
+            RUN(kname(nm, sizeof nm, "matvec", &L->wv), kc_matvec(&L->wv, m->xn, m->av, 0, st));
+        }
         RUN("rmsnorm", kc_rmsnorm(m->qg, 2 * hd, L->q_norm, m->aq, hd, d->nh, hd, d->eps, st));
         RUN("rmsnorm", kc_rmsnorm(m->ak, hd, L->k_norm, m->ak, hd, d->nkv, hd, d->eps, st));
         RUN("rope_neox", kc_rope_neox(m->aq, d->nh, hd, d->rope_dim, d->rope_base, &m->ctl->pos, st));

@@ -5,6 +5,7 @@
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/report-lib.sh"
 need_sqlite3
+command -v zstd >/dev/null 2>&1 || skip_all "no zstd CLI (Debian package zstd)"
 plan 14
 
 DB=$T/b.db

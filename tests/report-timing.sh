@@ -53,6 +53,12 @@ like "$(line_of t-fast ms_per_token)" 'faster' "faster line"
 is regressed "$(verdict_of t-effect1)" "+2% with the case's min_effect 1%: regressed"
 
 # ---- part 2: real runs on the fault engine
+# Steps are dominated by the engine's sleep so that the verdicts do not depend on
+# the machine's load. The case sets min_effect 0.25: between two processes on a
+# loaded 2-core CI machine the median ms/token of an unchanged engine drifted by
+# up to 17% (measured, load average 10), which the default 3% would call a
+# change; within one process the noise is much lower (see docs/methodology.md).
+# The injected slowdown (+50 ms per step on ~55 ms) is far beyond 25%.
 FAULT=$top_builddir/tests/engines/.libs/libkestrel-fault.so
 [ -f "$FAULT" ] || { echo "# no $FAULT (built by make check)"; }
 suite() { # FILE SLEEP_US ITERATIONS
@@ -62,7 +68,7 @@ engines:
   slow: {lib: $FAULT, options: "sleep_us=$2"}
 models:
   m: $FIX/mini27-q8_0.gguf
-defaults: {engine: slow, threads: 1, warmup: 2}
+defaults: {engine: slow, threads: 1, warmup: 1}
 cases:
   - name: decode
     kind: decode-bench
@@ -70,12 +76,13 @@ cases:
     prompt_len: 4
     step_tokens: 1
     iterations: $3
+    gates: {min_effect: 0.25}
 EOF
 }
 DB2=$T/e2e.db
-suite "$T/base.yaml" 20000 30
-suite "$T/slow.yaml" 40000 30
-suite "$T/few.yaml" 20000 3
+suite "$T/base.yaml" 50000 20
+suite "$T/slow.yaml" 100000 20
+suite "$T/few.yaml" 50000 3
 run_cmd "$KESTREL_EVAL" run "$T/base.yaml" --db "$DB2"
 is 0 "$RC" "e2e: baseline run of the decode case"
 "$KESTREL_EVAL" baseline set latest timing-main --db "$DB2" >/dev/null
@@ -85,10 +92,10 @@ is "0|ok" "$RC|$(verdict_of decode)" "e2e: A/A rerun of the unchanged engine: ok
 like "$(line_of decode ms_per_token)" ' same ' "e2e: A/A timing line says same"
 run_cmd "$KESTREL_EVAL" run "$T/slow.yaml" --db "$DB2"
 run_cmd "$KESTREL_EVAL" report latest --against timing-main --db "$DB2"
-is "1|regressed" "$RC|$(verdict_of decode)" "e2e: 20 ms more sleep per step: regressed, exit 1"
-like "$(line_of decode ms_per_token)" 'slower +MWU p=[0-9.e-]+ < 0.01, \+[0-9.]+% >= 3%' "e2e: slower with the test and threshold shown"
+is "1|regressed" "$RC|$(verdict_of decode)" "e2e: 50 ms more sleep per step: regressed, exit 1"
+like "$(line_of decode ms_per_token)" 'slower +MWU p=[0-9.e-]+ < 0.01, \+[0-9.]+% >= 25%' "e2e: slower with the test and threshold shown"
 run_cmd "$KESTREL_EVAL" run "$T/few.yaml" --db "$DB2"
 run_cmd "$KESTREL_EVAL" report latest --against timing-main --db "$DB2"
-like "$(line_of decode ms_per_token)" 'inconclusive +too few samples: 30 vs 3' "e2e: 3 iterations: inconclusive"
+like "$(line_of decode ms_per_token)" 'inconclusive +too few samples: 20 vs 3' "e2e: 3 iterations: inconclusive"
 is 0 "$RC" "e2e: inconclusive alone does not fail the report"
 done_testing

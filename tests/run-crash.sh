@@ -10,6 +10,8 @@
 plan 19
 
 DB=$T/k.db
+# under --enable-sanitizers, let SIGSEGV kill the case process as it would without ASan
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0"; export ASAN_OPTIONS
 cat >"$T/crash.yaml" <<YAML
 suite: crash
 engines:

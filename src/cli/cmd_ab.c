@@ -291,13 +291,20 @@ static void tail_append(char *tail, size_t *n, const char *buf, size_t k) {
     tail[*n] = '\0';
 }
 
-/* the last non-empty line of s (in place), without the child's "kestrel-eval: " prefix */
+/* The most telling line of a round's stderr tail s (modified in place): its last
+ * "kestrel-eval: " line (prefix dropped), else the first sanitizer report line
+ * ("runtime error", "ERROR: ...Sanitizer"), else its last non-empty line. */
 static const char *last_line(char *s) {
-    size_t n = strlen(s);
-    while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = '\0';
-    char *p = strrchr(s, '\n');
-    p = p ? p + 1 : s;
-    return strncmp(p, "kestrel-eval: ", 14) == 0 ? p + 14 : p;
+    const char *own = NULL, *san = NULL, *last = NULL;
+    for (char *p = s, *line; (line = strsep(&p, "\n")) != NULL;) {
+        size_t n = strlen(line);
+        while (n > 0 && line[n - 1] == '\r') line[--n] = '\0';
+        if (!n) continue;
+        last = line;
+        if (strncmp(line, "kestrel-eval: ", 14) == 0) own = line + 14;
+        else if (!san && (strstr(line, "runtime error") || strstr(line, "Sanitizer"))) san = line;
+    }
+    return own ? own : san ? san : last ? last : "";
 }
 
 /*
@@ -415,6 +422,8 @@ static int run_round(const char *suite_path, const char *case_name, ab_side *sid
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     pid = -1;
+    char tcopy[AB_ERR_TAIL]; /* last_line() cuts its argument into lines; tail stays whole */
+    memcpy(tcopy, tail, tlen + 1);
 
     if (bad_info) {
         ret = 3;
@@ -428,11 +437,11 @@ static int run_round(const char *suite_path, const char *case_name, ab_side *sid
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == AB_CHILD_INPUT_ERROR) {
         ret = 2;
         snprintf(r->status, sizeof r->status, "error");
-        snprintf(msg, msg_len, "%s", tlen ? last_line(tail) : "round failed");
+        snprintf(msg, msg_len, "%s", tlen ? last_line(tcopy) : "round failed");
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !got_done || r->n == 0) {
         snprintf(r->status, sizeof r->status, "crash");
         snprintf(msg, msg_len, "round exited with status %d%s%s", WIFEXITED(status) ? WEXITSTATUS(status) : -1,
-                 tlen ? ": " : "", tlen ? last_line(tail) : "");
+                 tlen ? ": " : "", tlen ? last_line(tcopy) : "");
     } else {
         snprintf(r->status, sizeof r->status, "pass");
         r->median = stats_median(r->ms, r->n);

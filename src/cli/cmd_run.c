@@ -725,6 +725,11 @@ int cmd_run(int argc, char **argv) {
     }
 
     /* ---- 2. the database: run row + artifacts ---- */
+    if (!db_flag && strcmp(st.db_path, "results/kestrel.db") == 0 &&
+        mkdir("results", 0777) != 0 && errno != EEXIST) { /* only the default location is created */
+        cli_error("results: cannot create the directory for the default database: %s", strerror(errno));
+        goto cleanup;
+    }
     if (store_open(st.db_path, STORE_RW, &st.db, err, sizeof err) != 0) {
         cli_error("%s", err);
         goto cleanup;

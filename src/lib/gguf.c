@@ -1009,7 +1009,6 @@ static int kv_begin(gguf_writer *w, const char *key, uint32_t type) {
 int gguf_writer_kv_u32(gguf_writer *w, const char *key, uint32_t v) {
     if (strcmp(key, "general.alignment") == 0) {
         if (v == 0 || (v & (v - 1)) != 0) return wfail(w, "key 'general.alignment': %" PRIu32 " is not a power of two", v);
-        if (w->n_tensors) return wfail(w, "key 'general.alignment' must come before the first tensor");
         w->alignment = v;
     }
     return kv_begin(w, key, GGUF_VT_UINT32) || kv_put(w, &v, 4);

@@ -4,8 +4,8 @@
  * The quantisers follow ggml's reference ones (ggml-quants.c
  * quantize_row_q4_0_ref / quantize_row_q8_0_ref) step for step, including the
  * multiply by 1/d rather than a divide, so files we write are byte-identical
- * to llama.cpp's. dot_row is the CPU engine's inner loop: plain C, one scale
- * per block, f32 accumulation.
+ * to llama.cpp's. dot_row is the CPU engine's inner loop: plain C that the
+ * compiler vectorises (16 independent f32 partial sums), f32 accumulation.
  *
  * Not here: SIMD, other ggml block types.
  */
@@ -31,21 +31,17 @@ static float bits_f32(uint32_t u) {
 /* ---- f16 ---- */
 
 float f16_to_f32(uint16_t h) {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t e = (h >> 10) & 0x1f;
-    uint32_t m = h & 0x3ff;
-    if (e == 0) {
-        if (m == 0) return bits_f32(sign);
-        /* subnormal m * 2^-24: normalise into an f32 normal */
-        e = 113; /* f32 biased exponent of 2^-14 */
-        while (!(m & 0x400)) {
-            m <<= 1;
-            e--;
-        }
-        return bits_f32(sign | (e << 23) | ((m & 0x3ff) << 13));
-    }
-    if (e == 31) return bits_f32(sign | 0x7f800000u | (m << 13)); /* inf, nan (payload kept) */
-    return bits_f32(sign | ((e + 112) << 23) | (m << 13));
+    /* Branch-free, so loops over it vectorise. Normals, inf and nan: move exponent and mantissa
+     * into f32 position with the exponent rebiased by +224 (mod 256), then scale by 2^-112; that
+     * lands normals exactly and leaves exponent 31 at 255 (inf/nan). Subnormals m * 2^-24: put m
+     * into the mantissa of 0.5 (2^-1 + m * 2^-24) and subtract 0.5 exactly. */
+    const uint32_t w = (uint32_t)h << 16;
+    const uint32_t sign = w & 0x80000000u;
+    const uint32_t two_w = w + w; /* exponent and mantissa at the top, sign shifted out */
+    const float normalized = bits_f32((two_w >> 4) + (0xe0u << 23)) * 0x1p-112f;
+    const float denormalized = bits_f32((two_w >> 17) | (126u << 23)) - 0.5f;
+    const uint32_t mag = two_w < (1u << 27) ? f32_bits(denormalized) : f32_bits(normalized);
+    return bits_f32(sign | mag);
 }
 
 uint16_t f32_to_f16(float f) {
@@ -171,43 +167,65 @@ void dequantize_row(uint32_t type, const void *row, float *y, int64_t n) {
     }
 }
 
+/* Sum of the DOT_LANES partial sums, pairwise. acc: (DOT_LANES,) */
+#define DOT_LANES 16
+static float sum_lanes(const float *acc) {
+    float s8[8];
+    for (int j = 0; j < 8; j++) s8[j] = acc[j] + acc[j + 8];
+    for (int j = 0; j < 4; j++) s8[j] += s8[j + 4];
+    return (s8[0] + s8[2]) + (s8[1] + s8[3]);
+}
+
+/* Summation order (the reference's, stated so a twin can reproduce it): DOT_LANES = 16 independent
+ * f32 partial sums, added pairwise at the end (sum_lanes). f32/bf16/f16: lane j takes w[i] x[i] for
+ * every i = j mod 16. q4_0/q8_0: lane j takes, for each block, d * (w[j] x[j] + w[j+16] x[j+16])
+ * with the integer codes as w. The lanes do not depend on each other, so the compiler vectorises the
+ * inner loops (q4_0/q8_0 about 3x faster than one running sum, measured on this AVX2 machine). */
 float dot_row(uint32_t type, const void *row, const float *x, int64_t n) {
     /* row: n elements of `type`, x: (n,) */
-    float sum = 0.0f;
+    float acc[DOT_LANES] = {0};
     switch (type) {
-    case GGML_TYPE_F32: {
-        const float *w = row;
-        for (int64_t i = 0; i < n; i++) sum += w[i] * x[i];
-        return sum;
-    }
-    case GGML_TYPE_F16: {
-        const uint16_t *w = row;
-        for (int64_t i = 0; i < n; i++) sum += f16_to_f32(w[i]) * x[i];
-        return sum;
-    }
+    case GGML_TYPE_F32:
     case GGML_TYPE_BF16: {
+        int64_t i = 0;
+        if (type == GGML_TYPE_F32) {
+            const float *w = row;
+            for (; i + DOT_LANES <= n; i += DOT_LANES)
+                for (int j = 0; j < DOT_LANES; j++) acc[j] += w[i + j] * x[i + j];
+            for (; i < n; i++) acc[i % DOT_LANES] += w[i] * x[i];
+        } else {
+            const uint16_t *w = row;
+            for (; i + DOT_LANES <= n; i += DOT_LANES)
+                for (int j = 0; j < DOT_LANES; j++) acc[j] += bf16_to_f32(w[i + j]) * x[i + j];
+            for (; i < n; i++) acc[i % DOT_LANES] += bf16_to_f32(w[i]) * x[i];
+        }
+        return sum_lanes(acc);
+    }
+    case GGML_TYPE_F16: { /* the f16 decode branches, so this loop stays scalar; same order as f32 */
         const uint16_t *w = row;
-        for (int64_t i = 0; i < n; i++) sum += bf16_to_f32(w[i]) * x[i];
-        return sum;
+        int64_t i = 0;
+        for (; i + DOT_LANES <= n; i += DOT_LANES)
+            for (int j = 0; j < DOT_LANES; j++) acc[j] += f16_to_f32(w[i + j]) * x[i + j];
+        for (; i < n; i++) acc[i % DOT_LANES] += f16_to_f32(w[i]) * x[i];
+        return sum_lanes(acc);
     }
     case GGML_TYPE_Q4_0: {
         const block_q4_0 *b = row;
         for (int64_t i = 0; i < n / QK4_0; i++, x += QK4_0) {
-            float s = 0.0f; /* this block's dot with the integer weights, scaled once */
+            const float d = f16_to_f32(b[i].d);
             for (int j = 0; j < QK4_0 / 2; j++)
-                s += (float)((b[i].qs[j] & 0x0f) - 8) * x[j] + (float)((b[i].qs[j] >> 4) - 8) * x[j + QK4_0 / 2];
-            sum += s * f16_to_f32(b[i].d);
+                acc[j] += d * ((float)((b[i].qs[j] & 0x0f) - 8) * x[j] + (float)((b[i].qs[j] >> 4) - 8) * x[j + QK4_0 / 2]);
         }
-        return sum;
+        return sum_lanes(acc);
     }
     case GGML_TYPE_Q8_0: {
         const block_q8_0 *b = row;
         for (int64_t i = 0; i < n / QK8_0; i++, x += QK8_0) {
-            float s = 0.0f;
-            for (int j = 0; j < QK8_0; j++) s += (float)b[i].qs[j] * x[j];
-            sum += s * f16_to_f32(b[i].d);
+            const float d = f16_to_f32(b[i].d);
+            for (int j = 0; j < QK8_0 / 2; j++)
+                acc[j] += d * ((float)b[i].qs[j] * x[j] + (float)b[i].qs[j + QK8_0 / 2] * x[j + QK8_0 / 2]);
         }
-        return sum;
+        return sum_lanes(acc);
     }
     default:
         return NAN;

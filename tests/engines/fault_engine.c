@@ -52,7 +52,9 @@ struct kestrel_engine {
     char err[512];
 };
 
-static volatile uintptr_t fault_address; /* 0, read at run time so the store below really faults */
+/* an unmapped, aligned, non-NULL address (read at run time so the store really faults; not NULL so
+ * UBSan builds fault the same way instead of reporting a null store) */
+static volatile uintptr_t fault_address = 16;
 
 static void inject(enum fault_kind kind, const char *where, long long call) {
     static const char *const names[] = {"none", "segv", "abort", "hang"};
