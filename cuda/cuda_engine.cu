@@ -7,7 +7,8 @@
  * Options (comma-separated key=value): device=N, graph=0|1 (default 1),
  * profile=0|1, ctx=N (KV positions, default min(context_length, 4096)),
  * vram_limit=BYTES (allocator refuses beyond it: tests out-of-memory),
- * delta=auto|generic|reg, gemv_rpw=0|1|2|4 (rows per warp of the q4_0 GEMVs, 0 = by rows; for A/B),
+ * delta=auto|generic|reg, gemv=pipe|reg (q4_0 GEMV: cp.async streaming or register prefetch),
+ * gemv_rpw=0|1|2|4 (rows per warp of the q4_0 GEMVs, 0 = by rows; for A/B),
  * threads=N (accepted for suite compatibility, unused).
  * Everything but kestrel_engine_entry has hidden visibility.
  */
@@ -50,7 +51,7 @@ struct kestrel_engine {
 };
 
 typedef struct kc_opts {
-    int device, graph, profile, ctx, delta, gemv_rpw;
+    int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -85,6 +86,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->ctx = 0;
     o->delta = -1;
     o->gemv_rpw = 0;
+    o->gemv_kind = 0;
     o->vram_limit = 0;
     if (!options || !*options) return 0;
     dup = strdup(options);
@@ -111,6 +113,15 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
             }
             continue;
         }
+        if (!strcmp(kv, "gemv")) {
+            if (!strcmp(val, "pipe")) o->gemv_kind = 0;
+            else if (!strcmp(val, "reg")) o->gemv_kind = 1;
+            else {
+                fmt_err(err, err_len, "options: gemv=%s: expected pipe or reg", val);
+                goto cleanup;
+            }
+            continue;
+        }
         if (parse_u64(val, &v)) {
             fmt_err(err, err_len, "options: %s=%s: expected a non-negative integer", kv, val);
             goto cleanup;
@@ -124,7 +135,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1, "
-                                  "ctx, vram_limit, delta, gemv_rpw=0|1|2|4, threads)", kv, val);
+                                  "ctx, vram_limit, delta, gemv=pipe|reg, gemv_rpw=0|1|2|4, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -404,6 +415,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->prof = o.profile;
     e->m->vram_limit = o.vram_limit;
     e->m->gemv_rpw = o.gemv_rpw;
+    e->m->gemv_kind = o.gemv_kind;
     if (gguf_open(model_path, &f, err, err_len)) goto cleanup;
     ld.f = f;
     ld.m = e->m;

@@ -21,6 +21,8 @@
 #ifndef KESTREL_CUDA_GEMV_Q4_CUH
 #define KESTREL_CUDA_GEMV_Q4_CUH
 
+#include <cuda_pipeline.h>
+
 /* n - 8 of the nibble at bits 4j of the low 16 bits of b, exactly (j compile-time) */
 template <int J>
 __device__ __forceinline__ float q4n(uint32_t b)
@@ -163,6 +165,121 @@ __global__ void __launch_bounds__(32 * Q4M_WARPS) matvec_swiglu_q4m_kernel(const
         for (int i = 0; i < P; i++)
             if (r0 + i < G.rows) y[r0 + i] = s[i] / (1.0f + expf(-s[i])) * s[P + i];
     }
+}
+
+/* ---- v4: the same arithmetic with the quants and scales streamed by cp.async ----
+ * Why: v2 measured the GEMVs latency-bound (rows per warp 1, 2, 4 all ~9 ms/token; the
+ * tall-skinny out projections at ~1.3 TB/s): register prefetch keeps only ~1-2 KB per warp in
+ * flight. Here each lane copies its own 16-byte chunks of the next Q4P_STAGES-1 superblocks
+ * (quants and scales of NR rows) into the warp's shared-memory ring with cp.async, which
+ * holds no registers, so ~6 KB per warp (NR = 2) stay in flight at any occupancy. A lane only
+ * reads back the chunks it copied itself, so cp.async.wait_group is the only synchronisation.
+ * Per row the arithmetic and its order are q4sb_rows' (bit-identical results). */
+#define Q4P_STAGES 4
+#define Q4P_WARPS 4 /* warps per block: NR <= 2 needs 4 * NR KB of shared memory per warp */
+
+template <int NR>
+__device__ __forceinline__ void q4sb_rows_pipe(const uint4 *const (&qrow)[NR], const uint4 *const (&drow)[NR],
+                                               int nsb, const float4 *__restrict__ x4, float (&out)[NR],
+                                               uint4 *ring /* (Q4P_STAGES, NR, 2, 32) of this warp */)
+{
+    const int lane = threadIdx.x & 31;
+    float acc0[NR], acc1[NR];
+#pragma unroll
+    for (int i = 0; i < NR; i++) {
+        acc0[i] = 0.0f;
+        acc1[i] = 0.0f;
+    }
+#pragma unroll
+    for (int st = 0; st < Q4P_STAGES; st++) {
+        if (st < nsb) {
+#pragma unroll
+            for (int i = 0; i < NR; i++) {
+                __pipeline_memcpy_async(ring + ((st * NR + i) * 2) * 32 + lane, qrow[i] + (size_t)st * 32, 16);
+                __pipeline_memcpy_async(ring + ((st * NR + i) * 2 + 1) * 32 + lane, drow[i] + (size_t)st * 4, 16);
+            }
+        }
+        __pipeline_commit(); /* one group per stage, empty or not: the wait count stays uniform */
+    }
+    for (int s = 0; s < nsb; s++) {
+        const int st = s % Q4P_STAGES;
+        __pipeline_wait_prior(Q4P_STAGES - 1); /* the group of superblock s has landed */
+        uint4 qa[NR], da[NR];
+#pragma unroll
+        for (int i = 0; i < NR; i++) {
+            qa[i] = ring[((st * NR + i) * 2) * 32 + lane];
+            da[i] = ring[((st * NR + i) * 2 + 1) * 32 + lane];
+        }
+        float4 xv[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) xv[k] = __ldg(x4 + s * 256 + k * 32);
+        q4sb_multi_accum<NR>(qa, da, xv, acc0, acc1);
+        /* refill this slot (its values were consumed above) with superblock s + STAGES */
+        const int sn = s + Q4P_STAGES;
+        if (sn < nsb) {
+#pragma unroll
+            for (int i = 0; i < NR; i++) {
+                __pipeline_memcpy_async(ring + ((st * NR + i) * 2) * 32 + lane, qrow[i] + (size_t)sn * 32, 16);
+                __pipeline_memcpy_async(ring + ((st * NR + i) * 2 + 1) * 32 + lane, drow[i] + (size_t)sn * 4, 16);
+            }
+        }
+        __pipeline_commit();
+    }
+#pragma unroll
+    for (int i = 0; i < NR; i++) out[i] = warp_sum(acc0[i] + acc1[i]);
+}
+
+/* as matvec_q4m_kernel (W0, then W1 rows), R <= 2 rows per warp, Q4P_WARPS warps per block */
+template <int R>
+__global__ void __launch_bounds__(32 * Q4P_WARPS) matvec_q4p_kernel(const kc_mat W0, const kc_mat W1,
+                                                                     const float *__restrict__ x, float *y0,
+                                                                     float *y1, int accumulate)
+{
+    __shared__ uint4 ring[Q4P_WARPS][Q4P_STAGES * R * 2 * 32];
+    const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
+    int g = blockIdx.x * Q4P_WARPS + wi;
+    const int g0 = (W0.rows + R - 1) / R;
+    const bool first = g < g0;
+    if (!first) g -= g0;
+    const int rows = first ? W0.rows : W1.rows, nsb = (first ? W0.cols : W1.cols) / 1024;
+    const uint4 *qb = (const uint4 *)(first ? W0.data : W1.data);
+    const uint4 *db = (const uint4 *)(first ? W0.d : W1.d);
+    float *y = first ? y0 : y1;
+    const int r0 = g * R;
+    if (r0 >= rows) return;
+    const uint4 *qrow[R], *drow[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        const int r = r0 + i < rows ? r0 + i : rows - 1;
+        qrow[i] = qb + (size_t)r * nsb * 32 + lane;
+        drow[i] = db + (size_t)r * nsb * 4 + (lane >> 3);
+    }
+    float s[R];
+    q4sb_rows_pipe<R>(qrow, drow, nsb, (const float4 *)x + lane, s, ring[wi]);
+    if (lane == 0) {
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            if (r0 + i < rows) y[r0 + i] = accumulate ? y[r0 + i] + s[i] : s[i];
+    }
+}
+
+/* y (G.rows,) = silu(G . x) * (U . x): one gate/up row pair per warp, streamed by cp.async */
+__global__ void __launch_bounds__(32 * Q4P_WARPS) matvec_swiglu_q4p_kernel(const kc_mat G, const kc_mat U,
+                                                                            const float *__restrict__ x,
+                                                                            float *__restrict__ y)
+{
+    __shared__ uint4 ring[Q4P_WARPS][Q4P_STAGES * 2 * 2 * 32];
+    const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
+    const int r = blockIdx.x * Q4P_WARPS + wi;
+    if (r >= G.rows) return;
+    const int nsb = G.cols / 1024;
+    const uint4 *qrow[2] = {(const uint4 *)G.data + (size_t)r * nsb * 32 + lane,
+                            (const uint4 *)U.data + (size_t)r * nsb * 32 + lane};
+    const uint4 *drow[2] = {(const uint4 *)G.d + (size_t)r * nsb * 4 + (lane >> 3),
+                            (const uint4 *)U.d + (size_t)r * nsb * 4 + (lane >> 3)};
+    float s[2];
+    q4sb_rows_pipe<2>(qrow, drow, nsb, (const float4 *)x + lane, s, ring[wi]);
+    if (lane == 0) y[r] = s[0] / (1.0f + expf(-s[0])) * s[1];
 }
 
 #endif

@@ -3,8 +3,10 @@
  * contract of each op and the name of its CPU twin).
  *
  * GEMV design, three paths (launch_gemv):
- * - q4_0 layout 1 (every real Qwen3.5 width): gemv_q4.cuh, a warp streams 1, 2 or 4 rows
- *   (kc_gemv_rpw) sharing each activation load, next superblock loaded before use;
+ * - q4_0 layout 1 (every real Qwen3.5 width): gemv_q4.cuh, a warp streams 1 or 2 rows
+ *   (kc_gemv_rpw) sharing each activation load, quants and scales of the next 3 superblocks
+ *   in flight through cp.async (kc_mat.gemv = 0), or 1, 2, 4 rows with register prefetch of
+ *   the next superblock (kc_mat.gemv = 1, the v2 kernel kept for A/B);
  * - other types with rows < ROWBLOCK_MAX_ROWS (beta/alpha projections): one block per row;
  * - other types: one warp per row, 8 warps per block; each lane walks the row in 16-byte
  *   loads (q4_0 layout 0: one block of 32 weights per load; q8_0: two loads per block;
@@ -385,9 +387,11 @@ static uint32_t disp_type(const kc_mat *W) { return W->type == GGML_Q4_0 && W->l
 
 int kc_gemv_rpw(const kc_mat *W)
 {
-    if (W->rpw == 1 || W->rpw == 2 || W->rpw == 4) return W->rpw;
+    const int cap = W->gemv == 1 ? 4 : 2;
+    if (W->rpw == 1 || W->rpw == 2 || W->rpw == 4) return W->rpw < cap ? W->rpw : cap;
     /* enough warps for ~2.5 resident blocks of 8 warps on each of 132 SMs, else fewer rows per warp */
-    return W->rows >= 8192 ? 4 : W->rows >= 4096 ? 2 : 1;
+    const int r = W->rows >= 8192 ? 4 : W->rows >= 4096 ? 2 : 1;
+    return r < cap ? r : cap;
 }
 
 static int rowblock_path(const kc_mat *W) { return disp_type(W) != GGML_Q4_0_SB && W->rows < ROWBLOCK_MAX_ROWS; }
@@ -410,7 +414,13 @@ static cudaError_t launch_gemv(const kc_mat *W0, const kc_mat *W1, const float *
     memset(&none, 0, sizeof none);
     const kc_mat *B = W1 ? W1 : &none;
     const int rows = W0->rows + B->rows;
-    if (disp_type(W0) == GGML_Q4_0_SB) {
+    if (disp_type(W0) == GGML_Q4_0_SB && W0->gemv != 1) {
+        const int R = kc_gemv_rpw(W0);
+        const int warps = (W0->rows + R - 1) / R + (B->rows + R - 1) / R;
+        const int grid = (warps + Q4P_WARPS - 1) / Q4P_WARPS;
+        if (R == 2) matvec_q4p_kernel<2><<<grid, 32 * Q4P_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
+        else matvec_q4p_kernel<1><<<grid, 32 * Q4P_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
+    } else if (disp_type(W0) == GGML_Q4_0_SB) {
         const int R = kc_gemv_rpw(W0);
         const int warps = (W0->rows + R - 1) / R + (B->rows + R - 1) / R;
         const int grid = (warps + Q4M_WARPS - 1) / Q4M_WARPS;
@@ -438,7 +448,8 @@ cudaError_t kc_matvec(const kc_mat *W, const float *x, float *y, int accumulate,
 cudaError_t kc_matvec2(const kc_mat *W0, const kc_mat *W1, const float *x, float *y0, float *y1,
                        cudaStream_t st)
 {
-    if (W0->type != W1->type || W0->cols != W1->cols || W0->layout != W1->layout) return cudaErrorInvalidValue;
+    if (W0->type != W1->type || W0->cols != W1->cols || W0->layout != W1->layout || W0->gemv != W1->gemv)
+        return cudaErrorInvalidValue;
     if (disp_type(W0) != GGML_Q4_0_SB && rowblock_path(W0) != rowblock_path(W1)) {
         /* the two rows counts fall on different paths: two launches keep each matrix on its own */
         cudaError_t e = launch_gemv(W0, NULL, x, y0, NULL, 0, st);
@@ -449,8 +460,13 @@ cudaError_t kc_matvec2(const kc_mat *W0, const kc_mat *W1, const float *x, float
 
 cudaError_t kc_matvec_swiglu(const kc_mat *G, const kc_mat *U, const float *x, float *y, cudaStream_t st)
 {
-    if (G->type != U->type || G->cols != U->cols || G->rows != U->rows || G->layout != U->layout)
+    if (G->type != U->type || G->cols != U->cols || G->rows != U->rows || G->layout != U->layout ||
+        G->gemv != U->gemv)
         return cudaErrorInvalidValue;
+    if (disp_type(G) == GGML_Q4_0_SB && G->gemv != 1) {
+        matvec_swiglu_q4p_kernel<<<(G->rows + Q4P_WARPS - 1) / Q4P_WARPS, 32 * Q4P_WARPS, 0, st>>>(*G, *U, x, y);
+        return cudaGetLastError();
+    }
     if (disp_type(G) == GGML_Q4_0_SB) {
         const int P = kc_gemv_rpw(G) >= 4 ? 2 : 1; /* 2P row streams per warp */
         const int grid = ((G->rows + P - 1) / P + Q4M_WARPS - 1) / Q4M_WARPS;

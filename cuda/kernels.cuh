@@ -47,10 +47,11 @@ typedef struct kc_mat {
     void *data;
     __half *d; /* quantised types only */
     int32_t rpw; /* q4_0 layout 1: rows per warp of the GEMV (1, 2, 4); 0 = pick by rows (kc_gemv_rpw) */
-    int32_t pad_;
+    int32_t gemv; /* q4_0 layout 1 GEMV: 0 = quants streamed by cp.async (v4), 1 = register prefetch (v2) */
 } kc_mat;
 
-/* Rows per warp the q4_0 layout-1 GEMV uses for this matrix (W->rpw, or by its row count). */
+/* Rows per warp the q4_0 layout-1 GEMV uses for this matrix (W->rpw, or by its row count;
+ * the cp.async kernel takes at most 2). */
 int kc_gemv_rpw(const kc_mat *W);
 
 /* 1 when the GEMV kernels support this matrix (type known, cols % 32 == 0). */

@@ -85,6 +85,7 @@ int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t
     out->rows = (int32_t)rows;
     out->cols = (int32_t)cols;
     out->rpw = m->gemv_rpw;
+    out->gemv = m->gemv_kind;
     if (kc_alloc(m, &out->data, db)) goto cleanup;
     if (sb && kc_alloc(m, (void **)&out->d, sb)) goto cleanup;
     if (sb) {
@@ -315,7 +316,7 @@ static const char *kname(char *buf, size_t n, const char *op, const kc_mat *w)
 /* Two matrices kc_matvec2 takes in one launch: same type, width and layout */
 static int same_shape_class(const kc_mat *a, const kc_mat *b)
 {
-    return a->type == b->type && a->cols == b->cols && a->layout == b->layout;
+    return a->type == b->type && a->cols == b->cols && a->layout == b->layout && a->gemv == b->gemv;
 }
 
 int kc_layer_step(kc_model *m, int l)

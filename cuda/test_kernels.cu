@@ -170,7 +170,7 @@ static const uint32_t k_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_BF16,
 static void test_matvec(void)
 {
     kc_model *m = (kc_model *)calloc(1, sizeof *m);
-    const int shapes[][2] = {{333, 5120}, {77, 96}, {48, 5120}};
+    const int shapes[][2] = {{333, 5120}, {77, 96}, {48, 5120}, {1030, 96}}; /* last: warp-per-row path */
     for (size_t ti = 0; ti < sizeof k_types / sizeof k_types[0]; ti++) {
         const uint32_t t = k_types[ti];
         for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
@@ -325,6 +325,138 @@ static void test_norms(void)
         free(o); free(z); free(w); free(ref); free(got);
         cudaFree(dO); cudaFree(dz); cudaFree(dw); cudaFree(dy);
     }
+}
+
+/* q4_0 layout 1 with 1, 2 and 4 rows per warp (issue 6 GEMV): against the CPU twin, and bit-exact
+ * across rows-per-warp, the fused pair and SwiGLU with 1 or 2 gate/up pairs per warp (a row's
+ * arithmetic must not depend on the launch). rows not a multiple of 4: the tail rows. */
+static void test_gemv_q4_rpw(void)
+{
+    kc_model *m = (kc_model *)calloc(1, sizeof *m);
+    const int rows = 8195, cols = 2048, rows2 = 4099;
+    void *w = make_ggml(GGML_TYPE_Q4_0, rows, cols), *w2 = make_ggml(GGML_TYPE_Q4_0, rows, cols);
+    float *x = hnew(cols), *ref = hnew(rows), *ref2 = hnew(rows), *got = hnew(rows), *base = hnew(rows);
+    float *got2 = hnew(rows), *sref = hnew(rows), *sbase = hnew(rows);
+    kc_mat W, W2, V;
+    fill(x, cols, -2.0f, 2.0f);
+    upload(m, &W, GGML_TYPE_Q4_0, rows, cols, w);
+    upload(m, &W2, GGML_TYPE_Q4_0, rows, cols, w2);
+    V = W2;
+    V.rows = rows2; /* the first rows2 rows of w2: a 2-rows-per-warp matrix */
+    float *dx = dup_f(x, cols), *dy = (float *)dnew(rows * 4), *dy2 = (float *)dnew(rows * 4);
+    matvec(NULL, ref, w, GGML_TYPE_Q4_0, x, cols, rows);
+    matvec(NULL, ref2, w2, GGML_TYPE_Q4_0, x, cols, rows);
+    {
+        const int pipe_w = kc_gemv_rpw(&W), pipe_v = kc_gemv_rpw(&V);
+        W.gemv = 1;
+        const int reg_w = kc_gemv_rpw(&W);
+        W.gemv = 0;
+        ok(reg_w == 4 && pipe_w == 2 && pipe_v == 2,
+           "q4_0 rows per warp by rows: %d rows -> %d (register) / %d (cp.async), %d rows -> %d", rows, reg_w, pipe_w,
+           rows2, pipe_v);
+    }
+    /* (kernel, rows per warp): gemv 1 = register prefetch (1, 2, 4 rows), 0 = cp.async (1, 2) */
+    const int kinds[][2] = {{1, 1}, {1, 2}, {1, 4}, {0, 1}, {0, 2}};
+    for (int i = 0; i < 5; i++) {
+        W.gemv = kinds[i][0];
+        W.rpw = kinds[i][1];
+        poison(dy, rows * 4);
+        T_CK(kc_matvec(&W, dx, dy, 0, 0));
+        get_f(got, dy, rows);
+        char what[112];
+        snprintf(what, sizeof what, "matvec q4_0 %dx%d, %s, %d rows per warp", rows, cols,
+                 kinds[i][0] ? "register prefetch" : "cp.async", kinds[i][1]);
+        check_rel(what, got, ref, rows, 2e-5);
+        if (i == 0) memcpy(base, got, rows * 4);
+        else
+            ok(n_unequal(got, base, rows) == 0, "bitexact q4_0 GEMV %s %d rows per warp vs register 1: %zu/%d unequal",
+               kinds[i][0] ? "register" : "cp.async", kinds[i][1], n_unequal(got, base, rows), rows);
+    }
+    W.gemv = 0;
+    /* the fused pair (qkv + z) on the default kernel vs separate launches */
+    W.rpw = 0;
+    poison(dy, rows * 4);
+    poison(dy2, rows * 4);
+    T_CK(kc_matvec2(&W, &V, dx, dy, dy2, 0));
+    get_f(got, dy, rows);
+    get_f(got2, dy2, rows2);
+    W2.rpw = 1;
+    W2.gemv = 1;
+    float *dy3 = (float *)dnew(rows * 4);
+    T_CK(kc_matvec(&W2, dx, dy3, 0, 0));
+    float *sep2 = hnew(rows);
+    get_f(sep2, dy3, rows);
+    W2.gemv = 0;
+    ok(n_unequal(got, base, rows) + n_unequal(got2, sep2, rows2) == 0,
+       "bitexact q4_0 matvec2 (%d + %d rows) vs separate launches: %zu/%d unequal", rows, rows2,
+       n_unequal(got, base, rows) + n_unequal(got2, sep2, rows2), rows + rows2);
+    /* SwiGLU: 1 pair per warp (rpw 1, 2) and 2 pairs (rpw 4) */
+    swiglu(sref, ref, ref2, rows);
+    const int skinds[][2] = {{1, 1}, {1, 4}, {0, 0}}; /* register 1 pair, register 2 pairs, cp.async */
+    for (int i = 0; i < 3; i++) {
+        W.gemv = W2.gemv = skinds[i][0];
+        W.rpw = W2.rpw = skinds[i][1];
+        poison(dy, rows * 4);
+        T_CK(kc_matvec_swiglu(&W, &W2, dx, dy, 0));
+        get_f(got, dy, rows);
+        char what[112];
+        snprintf(what, sizeof what, "matvec_swiglu q4_0 %dx%d, %s, %d gate/up pairs per warp", rows, cols,
+                 skinds[i][0] ? "register prefetch" : "cp.async", skinds[i][1] == 4 ? 2 : 1);
+        check_rel(what, got, sref, rows, 2e-5);
+        if (i == 0) memcpy(sbase, got, rows * 4);
+        else
+            ok(n_unequal(got, sbase, rows) == 0, "bitexact SwiGLU q4_0 %s vs register 1 pair per warp: %zu/%d unequal",
+               skinds[i][0] ? "register 2 pairs" : "cp.async", n_unequal(got, sbase, rows), rows);
+    }
+    free(w); free(w2); free(x); free(ref); free(ref2); free(got); free(base); free(got2); free(sref);
+    free(sbase); free(sep2);
+    cudaFree(dx); cudaFree(dy); cudaFree(dy2); cudaFree(dy3);
+    kc_model_free(m);
+}
+
+/* gdn_prep (one launch) vs gdn_beta_g + conv_step + l2norm x2: bit-identical outputs and history */
+static void test_gdn_prep(int kh, int kd, int vh, int vd)
+{
+    const int C = 2 * kh * kd + vh * vd, K = 4, steps = 3;
+    const size_t nh = (size_t)(K - 1) * C;
+    const float qs = 1.0f / sqrtf((float)kd);
+    float *w = hnew((size_t)C * K), *hist = hnew(nh), *x = hnew(C), *ab = hnew(2 * vh), *p = hnew(2 * vh);
+    fill(w, (size_t)C * K, -1, 1);
+    fill(hist, nh, -1, 1);
+    fill(ab, 2 * vh, -30, 30);
+    fill(p, vh, -8, -0.01f);
+    fill(p + vh, vh, -2, 2);
+    float *dw = dup_f(w, (size_t)C * K), *dh1 = dup_f(hist, nh), *dh2 = dup_f(hist, nh), *dab = dup_f(ab, 2 * vh);
+    float *dp = dup_f(p, 2 * vh), *dx = (float *)dnew(C * 4);
+    const size_t outn = (size_t)C + 2 * kh * kd + 2 * vh; /* y | qn | kn | beta | g */
+    float *o1 = (float *)dnew(outn * 4), *o2 = (float *)dnew(outn * 4);
+    float *h1 = hnew(outn), *h2 = hnew(outn), *g1 = hnew(nh), *g2 = hnew(nh);
+    size_t bad = 0, badh = 0;
+    for (int s = 0; s < steps; s++) {
+        fill(x, C, -2, 2);
+        T_CK(cudaMemcpy(dx, x, C * 4, cudaMemcpyHostToDevice));
+        poison(o1, outn * 4);
+        poison(o2, outn * 4);
+        float *y1 = o1, *q1 = o1 + C, *k1 = q1 + kh * kd, *b1 = k1 + kh * kd, *gg1 = b1 + vh;
+        float *y2 = o2, *q2 = o2 + C, *k2 = q2 + kh * kd, *b2 = k2 + kh * kd, *gg2 = b2 + vh;
+        T_CK(kc_gdn_beta_g(dab, dab + vh, dp, dp + vh, b1, gg1, vh, 0));
+        T_CK(kc_conv_step(dx, dh1, dw, y1, C, K, 0));
+        T_CK(kc_l2norm(y1, q1, kh, kd, qs, 0));
+        T_CK(kc_l2norm(y1 + kh * kd, k1, kh, kd, 1.0f, 0));
+        T_CK(kc_gdn_prep(dx, dh2, dw, y2, C, K, kh, kd, qs, q2, k2, dab, dab + vh, dp, dp + vh, b2, gg2, vh, 0));
+        get_f(h1, o1, outn);
+        get_f(h2, o2, outn);
+        bad += n_unequal(h1, h2, outn);
+    }
+    get_f(g1, dh1, nh);
+    get_f(g2, dh2, nh);
+    badh = n_unequal(g1, g2, nh);
+    ok(bad == 0 && badh == 0,
+       "bitexact gdn_prep (kh %d, kd %d, vh %d, vd %d) vs beta_g + conv_step + 2 l2norm over %d steps: "
+       "%zu/%zu outputs, %zu/%zu history unequal", kh, kd, vh, vd, steps, bad, outn * steps, badh, nh);
+    free(w); free(hist); free(x); free(ab); free(p); free(h1); free(h2); free(g1); free(g2);
+    cudaFree(dw); cudaFree(dh1); cudaFree(dh2); cudaFree(dab); cudaFree(dp); cudaFree(dx); cudaFree(o1);
+    cudaFree(o2);
 }
 
 static void test_gdn_small(void)
@@ -735,6 +867,9 @@ int main(int argc, char **argv)
     test_matvec();
     test_norms();
     test_gdn_small();
+    test_gemv_q4_rpw();
+    test_gdn_prep(16, 128, 48, 128); /* 27B shape */
+    test_gdn_prep(4, 32, 4, 48);     /* minivk shape */
     test_delta(16, 48, 128, 128, 64); /* 27B shape: both variants */
     test_delta(4, 4, 32, 48, 16);     /* minivk shape: generic only */
     test_delta(2, 6, 128, 128, 16);   /* mini27 shape */

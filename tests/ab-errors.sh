@@ -51,7 +51,9 @@ ok '[ ! -e "$T/ab.db" ]' "no database written by any refusal"
 "$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" --a-options sleep_us=20000 \
   --b-options sleep_us=20000,threads=1 --rounds 4 --db "$T/ab.db" >"$T/chg.out" 2>"$T/chg.err" &
 pid=$!
-sleep 0.5
+# append only once the first round's process exists: the session hashed the model before
+# spawning it, so the change is seen however slowly this machine starts the rounds
+for _ in $(seq 1 200); do pgrep -P "$pid" >/dev/null 2>&1 && break; sleep 0.1; done
 printf 'x' >>"$T/tiny.gguf"
 wait $pid
 RC=$?

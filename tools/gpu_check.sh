@@ -6,7 +6,9 @@
 #
 #   here:    tools/gpu_check.sh --pack BUILD_DIR      # BUILD_DIR configured --with-cuda --with-cuda-arch=sm_90
 #            -> copies kestrel-eval, engines/*.so (resolved), cuda/test_kernels,
-#               cuda/engine_diff and libyaml-0.so.2 into .carry/gpu-check/ (git-ignored)
+#               cuda/engine_diff and libyaml-0.so.2 into .carry/gpu-check/ (git-ignored);
+#               BASE_ENGINE=path/to/an/older/libkestrel-cuda.so adds it as engines-base/
+#               (--perf then also times it: the 'before' row of a change)
 #   device:  run tool, carry [".carry/gpu-check"], command:
 #            tools/gpu_check.sh --run [--perf]
 #
@@ -35,8 +37,11 @@ pack() {
     rm -rf "$CARRY" && mkdir -p "$CARRY/bin" "$CARRY/engines" "$CARRY/lib" || exit 2
     cp "$b/kestrel-eval" "$b/cuda/test_kernels" "$b/cuda/engine_diff" "$CARRY/bin/" || exit 2
     cp -L "$b/engines/libkestrel-cpu.so" "$b/engines/libkestrel-cuda.so" "$CARRY/engines/" || exit 2
+    if [ -n "${BASE_ENGINE:-}" ]; then # an earlier engine build for the --perf A/B rows (issue 6)
+        mkdir -p "$CARRY/engines-base" && cp -L "$BASE_ENGINE" "$CARRY/engines-base/libkestrel-cuda.so" || exit 2
+    fi
     cp -L /usr/lib/x86_64-linux-gnu/libyaml-0.so.2 "$CARRY/lib/" || exit 2
-    (cd "$CARRY" && sha256sum bin/* engines/* > SHA256SUMS)
+    (cd "$CARRY" && sha256sum bin/* engines/* $(ls engines-base/* 2>/dev/null) > SHA256SUMS)
     du -sh "$CARRY"
     cat "$CARRY/SHA256SUMS"
 }
@@ -116,7 +121,16 @@ cases:
   - {name: q27-ctx1-nograph, kind: decode-bench, engine: cuda-nograph, model: q27, prompt_len: 1, step_tokens: 1}
   - {name: q27-ctx512, kind: decode-bench, model: q27, prompt_len: 512, step_tokens: 1}
   - {name: q27-ctx1-profile, kind: decode-bench, engine: cuda-profile, model: q27, prompt_len: 1, step_tokens: 1, iterations: 20}
+  - {name: q27-ctx1-rpw1, kind: decode-bench, engine: cuda-rpw1, model: q27, prompt_len: 1, step_tokens: 1}
+  - {name: q27-ctx1-rpw2, kind: decode-bench, engine: cuda-rpw2, model: q27, prompt_len: 1, step_tokens: 1}
+  - {name: q27-ctx1-rpw4, kind: decode-bench, engine: cuda-rpw4, model: q27, prompt_len: 1, step_tokens: 1}
 EOF_PERF
+        # rows per warp of the q4_0 GEMVs forced (the default picks by rows: cuda/PERF-NOTES.md)
+        sed -i 's/^engines:$/engines:\n  cuda-rpw1: {lib: cuda, options: "graph=1,ctx=640,gemv_rpw=1"}\n  cuda-rpw2: {lib: cuda, options: "graph=1,ctx=640,gemv_rpw=2"}\n  cuda-rpw4: {lib: cuda, options: "graph=1,ctx=640,gemv_rpw=4"}/' /tmp/kestrel-perf/perf.yaml
+        if [ -f "$PWD/$CARRY/engines-base/libkestrel-cuda.so" ]; then # the build before the change
+            sed -i "s|^engines:\$|engines:\\n  cuda-base: {lib: $PWD/$CARRY/engines-base/libkestrel-cuda.so, options: \"graph=1,ctx=640\"}|" /tmp/kestrel-perf/perf.yaml
+            printf '%s\n' "  - {name: q27-ctx1-base, kind: decode-bench, engine: cuda-base, model: q27, prompt_len: 1, step_tokens: 1}" >> /tmp/kestrel-perf/perf.yaml
+        fi
         timeout 240 "$KE" run /tmp/kestrel-perf/perf.yaml --db "$OUT/gpu.db" --label perf-27b >> "$REPORT" 2>&1
         verdict "27B decode benches" $?
         "$KE" report latest --db "$OUT/gpu.db" >> "$REPORT" 2>&1

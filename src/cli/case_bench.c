@@ -31,8 +31,8 @@ static double mono_ms(void) {
 }
 
 /* Prompt of P ids: the suite's prompt set (its prompts concatenated, cycled), else the LCG. out: (P,) */
-static int bench_prompt(case_ctx *ctx, int32_t n_vocab, int32_t *out, int P) {
-    const suite_prompt_set *ps = ctx->c->prompts;
+static int bench_prompt(const suite_case *c, int32_t n_vocab, int32_t *out, int P, char *err, size_t err_len) {
+    const suite_prompt_set *ps = c->prompts;
     if (!ps || ps->n_prompts == 0) {
         case_lcg_tokens(BENCH_SEED, n_vocab, out, P);
         return 0;
@@ -44,19 +44,69 @@ static int bench_prompt(case_ctx *ctx, int32_t n_vocab, int32_t *out, int P) {
             for (int j = 0; j < ps->n_tokens[i] && filled < P; j++) {
                 int32_t t = ps->tokens[i][j];
                 if (t < 0 || t >= n_vocab) {
-                    case_error(ctx, "prompt set '%s' prompt %d token %d: id %d is outside the vocabulary (%d)",
-                               ps->name, i, j, t, n_vocab);
+                    snprintf(err, err_len, "prompt set '%s' prompt %d token %d: id %d is outside the vocabulary (%d)",
+                             ps->name, i, j, t, n_vocab);
                     return -1;
                 }
                 out[filled++] = t;
                 any = 1;
             }
         if (!any) {
-            case_error(ctx, "prompt set '%s' has no tokens", ps->name);
+            snprintf(err, err_len, "prompt set '%s' has no tokens", ps->name);
             return -1;
         }
     }
     return 0;
+}
+
+void bench_shape(const suite_case *c, int *P, int *T, int *warmup, int *iters) {
+    *P = c->prompt_len > 0 ? c->prompt_len : 1;
+    *T = c->step_tokens > 0 ? c->step_tokens : 1;
+    *warmup = c->warmup > 0 ? c->warmup : 0;
+    *iters = c->iterations > 0 ? c->iterations : 20;
+}
+
+int bench_run_steps(const kestrel_engine_api *api, kestrel_engine *eng, const kestrel_info *info,
+                    const suite_case *c, double *ms, kestrel_prof_entry *prof0, int32_t prof_cap,
+                    int32_t *n_prof0, char *err, size_t err_len) {
+    int ret = -1, P, T, warmup, iters;
+    int32_t *prompt = NULL, *step = NULL; /* (P,), (T,) */
+    bench_shape(c, &P, &T, &warmup, &iters);
+    int64_t need = (int64_t)P + (int64_t)(warmup + iters) * T;
+    if (need > info->max_context) {
+        snprintf(err, err_len, "needs %lld positions (prompt %d + %d steps x %d tokens), the engine holds %d (ctx option)",
+                 (long long)need, P, warmup + iters, T, info->max_context);
+        goto cleanup;
+    }
+    prompt = xmalloc(sizeof(int32_t) * (size_t)P);
+    step = xmalloc(sizeof(int32_t) * (size_t)T);
+    if (bench_prompt(c, info->n_vocab, prompt, P, err, err_len) != 0) goto cleanup;
+    int32_t next = 0;
+    if (api->reset(eng) != 0 || api->forward(eng, prompt, P, 0, NULL, &next) != 0) {
+        snprintf(err, err_len, "prompt of %d tokens failed: %s", P, api->last_error(eng));
+        goto cleanup;
+    }
+    for (int s = 0; s < warmup + iters; s++) {
+        if (s == warmup && prof0 && api->profile(eng, prof0, prof_cap, n_prof0) != 0) {
+            snprintf(err, err_len, "profile() failed: %s", api->last_error(eng));
+            goto cleanup;
+        }
+        step[0] = next;
+        if (T > 1) case_lcg_tokens(BENCH_SEED + (uint64_t)s + 1, info->n_vocab, step + 1, T - 1);
+        double t0 = mono_ms();
+        int rc = api->forward(eng, step, T, 0, NULL, &next);
+        double t1 = mono_ms();
+        if (rc != 0) {
+            snprintf(err, err_len, "step %d failed: %s", s, api->last_error(eng));
+            goto cleanup;
+        }
+        if (s >= warmup) ms[s - warmup] = (t1 - t0) / T;
+    }
+    ret = 0;
+cleanup:
+    free(prompt);
+    free(step);
+    return ret;
 }
 
 /* Profile entry by name in (n,) entries, or NULL. */
@@ -71,50 +121,21 @@ int case_bench(case_ctx *ctx) {
     engine_lib lib = {0};
     kestrel_engine *eng = NULL;
     kestrel_info info;
-    int32_t *prompt = NULL, *step = NULL;         /* (P,), (T,) */
     double *ms = NULL;                            /* (iterations,) */
     kestrel_prof_entry *prof0 = NULL, *prof1 = NULL; /* (MAX_PROF,) each */
-    int status = CASE_ERROR;
+    int status = CASE_ERROR, P, T, warmup, iters;
+    char err[1024];
 
-    const int P = c->prompt_len > 0 ? c->prompt_len : 1;
-    const int T = c->step_tokens > 0 ? c->step_tokens : 1;
-    const int warmup = c->warmup > 0 ? c->warmup : 0;
-    const int iters = c->iterations > 0 ? c->iterations : 20;
+    bench_shape(c, &P, &T, &warmup, &iters);
     if (case_open_engine(ctx, &lib, &eng, &info) != 0) goto cleanup;
     const kestrel_engine_api *api = lib.api;
-    int64_t need = (int64_t)P + (int64_t)(warmup + iters) * T;
-    if (need > info.max_context) {
-        case_error(ctx, "needs %lld positions (prompt %d + %d steps x %d tokens), the engine holds %d (ctx option)",
-                   (long long)need, P, warmup + iters, T, info.max_context);
-        goto cleanup;
-    }
-    prompt = xmalloc(sizeof(int32_t) * (size_t)P);
-    step = xmalloc(sizeof(int32_t) * (size_t)T);
     ms = xmalloc(sizeof(double) * (size_t)iters);
     prof0 = xcalloc(MAX_PROF, sizeof *prof0);
     prof1 = xcalloc(MAX_PROF, sizeof *prof1);
-    if (bench_prompt(ctx, info.n_vocab, prompt, P) != 0) goto cleanup;
-    int32_t next = 0;
-    if (api->reset(eng) != 0 || api->forward(eng, prompt, P, 0, NULL, &next) != 0) {
-        case_error(ctx, "prompt of %d tokens failed: %s", P, api->last_error(eng));
-        goto cleanup;
-    }
     int32_t n_prof0 = 0, n_prof1 = 0;
-    for (int s = 0; s < warmup + iters; s++) {
-        if (s == warmup && api->profile(eng, prof0, MAX_PROF, &n_prof0) != 0) {
-            case_error(ctx, "profile() failed: %s", api->last_error(eng));
-            goto cleanup;
-        }
-        step[0] = next;
-        if (T > 1) case_lcg_tokens(BENCH_SEED + (uint64_t)s + 1, info.n_vocab, step + 1, T - 1);
-        double t0 = mono_ms();
-        int rc = api->forward(eng, step, T, 0, NULL, &next);
-        double t1 = mono_ms();
-        if (rc != 0) {
-            case_error(ctx, "step %d failed: %s", s, api->last_error(eng));
-            goto cleanup;
-        }
-        if (s >= warmup) ms[s - warmup] = (t1 - t0) / T;
+    if (bench_run_steps(api, eng, &info, c, ms, prof0, MAX_PROF, &n_prof0, err, sizeof err) != 0) {
+        case_error(ctx, "%s", err);
+        goto cleanup;
     }
     if (api->profile(eng, prof1, MAX_PROF, &n_prof1) != 0) {
         case_error(ctx, "profile() failed: %s", api->last_error(eng));
@@ -156,8 +177,6 @@ int case_bench(case_ctx *ctx) {
 cleanup:
     if (eng) lib.api->close(eng);
     engine_lib_close(&lib);
-    free(prompt);
-    free(step);
     free(ms);
     free(prof0);
     free(prof1);

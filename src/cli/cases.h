@@ -73,6 +73,17 @@ int bitexact_ref_load(sqlite3 *db, int64_t this_run, const char *case_name, cons
                       int64_t pinned_run, const char *pinned_label, bitexact_ref *out, char *err, size_t err_len);
 void bitexact_ref_free(bitexact_ref *r);
 
+/* decode-bench protocol, shared by the decode-bench case and `ab` rounds so both time
+ * exactly the same thing: P, T, warmup and iterations of case c with their defaults. */
+void bench_shape(const suite_case *c, int *P, int *T, int *warmup, int *iters);
+/* On an open engine: reset, a prompt of P ids in one forward call (untimed), `warmup`
+ * untimed steps, then `iterations` timed steps of T tokens. ms: (iterations,) ms per
+ * token. With prof0 != NULL, profile() is snapshotted into it (prof_cap entries, count in
+ * *n_prof0) just before the first timed step. 0 ok, else err holds the message. */
+int bench_run_steps(const kestrel_engine_api *api, kestrel_engine *eng, const kestrel_info *info,
+                    const suite_case *c, double *ms, kestrel_prof_entry *prof0, int32_t prof_cap,
+                    int32_t *n_prof0, char *err, size_t err_len);
+
 /* Deterministic token ids for prompts the suite does not give: a 64-bit LCG
  * (Knuth MMIX constants) seeded with `seed`, mapped into [0, n_vocab). out: (n,) */
 void case_lcg_tokens(uint64_t seed, int32_t n_vocab, int32_t *out, int n);

@@ -69,43 +69,12 @@ static const suite_case *find_case(const suite *s, const char *name) {
     return NULL;
 }
 
-/* The same token ids as `run`'s decode-bench (case_bench.c): its fixed LCG seed ("KESTRLNG"). */
-#define AB_BENCH_SEED 0x4b455354524c4e47ull
-
-/* Prompt of P ids like case_bench.c: the prompt set's prompts concatenated and cycled, else the
- * LCG. out: (P,). 0 ok; -1 with a message on stderr for an id outside the vocabulary. */
-static int bench_prompt(const suite_case *c, int32_t n_vocab, int32_t *out, int P) {
-    const suite_prompt_set *ps = c->prompts;
-    int filled = 0, any = 1;
-    if (!ps || ps->n_prompts == 0) {
-        case_lcg_tokens(AB_BENCH_SEED, n_vocab, out, P);
-        return 0;
-    }
-    while (filled < P && any) {
-        any = 0;
-        for (int i = 0; i < ps->n_prompts && filled < P; i++)
-            for (int j = 0; j < ps->n_tokens[i] && filled < P; j++, any = 1) {
-                if (ps->tokens[i][j] < 0 || ps->tokens[i][j] >= n_vocab) {
-                    cli_error("prompt set '%s' prompt %d token %d: id %d is outside the vocabulary (%d)", ps->name,
-                              i, j, ps->tokens[i][j], n_vocab);
-                    return -1;
-                }
-                out[filled++] = ps->tokens[i][j];
-            }
-    }
-    if (filled < P) {
-        cli_error("prompt set '%s' has no tokens", ps->name);
-        return -1;
-    }
-    return 0;
-}
-
 static int round_child(int argc, char **argv) {
     int ret = AB_CHILD_INPUT_ERROR;
     suite *s = NULL;
     engine_lib lib = {0};
     kestrel_engine *e = NULL;
-    int32_t *prompt = NULL, *step = NULL;
+    double *ms = NULL; /* (iterations,) */
     char err[1024];
     FILE *proto = NULL;
 
@@ -157,45 +126,23 @@ static int round_child(int argc, char **argv) {
     fputc('\n', proto);
     fflush(proto);
 
-    /* decode-bench: P prompt tokens in one call, `warmup` untimed steps, `iterations` timed steps of T */
-    /* the same defaults as case_bench.c */
-    int P = c->prompt_len > 0 ? c->prompt_len : 1, T = c->step_tokens > 0 ? c->step_tokens : 1;
-    int warmup = c->warmup > 0 ? c->warmup : 0, iters = c->iterations > 0 ? c->iterations : 20;
-    long long need = (long long)P + (long long)(warmup + iters) * T;
-    if (info.n_vocab <= 0 || need > info.max_context) {
-        cli_error("%s: case '%s': needs %lld positions, engine holds %d (raise the engine's ctx option)",
-                  suite_path, case_name, need, info.max_context);
-        goto cleanup;
-    }
-    prompt = xmalloc(sizeof(int32_t) * (size_t)P);
-    if (bench_prompt(c, info.n_vocab, prompt, P)) goto cleanup;
+    /* the decode-bench protocol of `run` (case_bench.c), so A/B rounds time exactly what run times */
+    int P, T, warmup, iters;
+    bench_shape(c, &P, &T, &warmup, &iters);
+    ms = xmalloc(sizeof(double) * (size_t)iters);
     ret = 3; /* from here on a failure is a failed round, not an input error */
-    int32_t am = 0;
-    if (lib.api->reset(e) || lib.api->forward(e, prompt, P, 0, NULL, &am)) {
-        cli_error("%s: case '%s': prompt: %s", lib.path, case_name, lib.api->last_error(e));
+    if (bench_run_steps(lib.api, e, &info, c, ms, NULL, 0, NULL, err, sizeof err) != 0) {
+        cli_error("%s: case '%s': %s", lib.path, case_name, err);
         goto cleanup;
     }
-    step = xmalloc(sizeof(int32_t) * (size_t)T);
-    for (int it = 0; it < warmup + iters; it++) {
-        step[0] = am;
-        if (T > 1) case_lcg_tokens(AB_BENCH_SEED + (uint64_t)it + 1, info.n_vocab, step + 1, T - 1);
-        double t0 = now_seconds();
-        int rc = lib.api->forward(e, step, T, 0, NULL, &am);
-        double ms = (now_seconds() - t0) * 1e3;
-        if (rc) {
-            cli_error("%s: case '%s': step %d: %s", lib.path, case_name, it, lib.api->last_error(e));
-            goto cleanup;
-        }
-        if (it >= warmup) fprintf(proto, "sample\t%.9g\n", ms / T);
-    }
+    for (int i = 0; i < iters; i++) fprintf(proto, "sample\t%.9g\n", ms[i]);
     fprintf(proto, "done\n");
     ret = fflush(proto) == 0 ? EXIT_OK : 3;
 cleanup:
     if (proto) fclose(proto);
     if (e) lib.api->close(e);
     if (lib.handle) engine_lib_close(&lib);
-    free(prompt);
-    free(step);
+    free(ms);
     suite_free(s);
     return ret;
 }

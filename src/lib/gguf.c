@@ -927,6 +927,7 @@ struct gguf_writer {
     uint8_t *kvbuf; /* serialised KVs */
     size_t kv_len, kv_cap;
     uint64_t n_kv;
+    char **keys; /* (n_kv,) copies, for the duplicate check */
     wtensor *tensors;
     uint64_t n_tensors, cap_tensors;
     uint64_t alignment;
@@ -1002,6 +1003,12 @@ static int kv_put_str(gguf_writer *w, const char *s) {
 static int kv_begin(gguf_writer *w, const char *key, uint32_t type) {
     if (w->failed) return -1;
     if (w->in_data) return wfail(w, "key '%s' added after begin_data", key);
+    for (uint64_t i = 0; i < w->n_kv; i++)
+        if (strcmp(w->keys[i], key) == 0) return wfail(w, "key '%s' added twice", key);
+    char **nk = realloc(w->keys, (size_t)(w->n_kv + 1) * sizeof(*nk));
+    if (!nk) return wfail(w, "out of memory adding key '%s'", key);
+    w->keys = nk;
+    if (!(w->keys[w->n_kv] = strdup(key))) return wfail(w, "out of memory adding key '%s'", key);
     w->n_kv++;
     return kv_put_str(w, key) || kv_put(w, &type, 4);
 }
@@ -1157,6 +1164,8 @@ int gguf_writer_write(gguf_writer *w, const void *data, uint64_t n) {
 }
 
 static void writer_free(gguf_writer *w) {
+    for (uint64_t i = 0; i < w->n_kv; i++) free(w->keys[i]);
+    free(w->keys);
     for (uint64_t i = 0; i < w->n_tensors; i++) free(w->tensors[i].name);
     free(w->tensors);
     free(w->kvbuf);

@@ -722,6 +722,20 @@ static void test_writer_errors(void) {
     gguf_writer_abort(w);
     gguf_writer_abort(NULL);
 
+    gguf_writer_open(path, &w, err, sizeof(err));
+    gguf_writer_kv_u32(w, "k", 1);
+    rc = gguf_writer_kv_str(w, "k", "again");
+    int rc2 = gguf_writer_kv_u32(w, "other", 2); /* the first error sticks */
+    snprintf(want, sizeof(want), "%s: key 'k' added twice", path);
+    is_str(want, rc && rc2 ? gguf_writer_error(w) : "(no error)", "writer: duplicate key, and the first error sticks");
+    gguf_writer_abort(w);
+
+    gguf_writer_open(path, &w, err, sizeof(err));
+    rc = gguf_writer_kv_u32(w, "general.alignment", 48);
+    snprintf(want, sizeof(want), "%s: key 'general.alignment': 48 is not a power of two", path);
+    is_str(want, rc ? gguf_writer_error(w) : "(no error)", "writer: alignment not a power of two");
+    gguf_writer_abort(w);
+
     rc = gguf_writer_open(tpath("no-such-dir/x.gguf"), &w, err, sizeof(err));
     snprintf(want, sizeof(want), "%s.tmp: cannot create: No such file or directory", tpath("no-such-dir/x.gguf"));
     is_str(want, rc ? err : "(no error)", "writer: open in a missing directory");
