@@ -10,20 +10,8 @@
 #include <string.h>
 
 #include "compare.h"
+#include "tap.h"
 
-static int n_test, n_fail;
-
-static int ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int ok(int cond, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (!cond) n_fail++;
-    return cond;
-}
 
 static int close_to(double got, double want) { return fabs(got - want) <= 1e-12 * fabs(want); }
 
@@ -108,6 +96,5 @@ int main(void) {
     test_argmax();
     test_compare_rows();
     test_count_unequal();
-    printf("1..%d\n", n_test);
-    return n_fail ? 1 : 0;
+    return tap_done();
 }

@@ -21,6 +21,7 @@
 #include "gguf.h"
 #include "kestrel/engine.h"
 #include "quant.h"
+#include "tap.h"
 
 /* ---- the tiny model: D 64, 5 layers (GDN GDN GDN ATTN GDN), kh 2 != vh 4 ---- */
 enum { D = 64, L = 5, F = 96, V = 100, H = 4, HKV = 2, HD = 32, NROT = 8, KCONV = 4, KH = 2, VH = 4, KD = 16,
@@ -204,26 +205,11 @@ cleanup:
 }
 
 /* ---- TAP ---- */
-static int n_test, n_fail;
-static void ok(int cond, const char *desc) {
-    n_test++;
-    if (!cond) n_fail++;
-    printf("%s %d - %s\n", cond ? "ok" : "not ok", n_test, desc);
-}
-static void is_str(const char *exp, const char *got, const char *desc) {
-    int same = strcmp(exp, got) == 0;
-    ok(same, desc);
-    if (!same) printf("#   expected: %s\n#        got: %s\n", exp, got);
-}
-static void is_int(long long exp, long long got, const char *desc) {
-    ok(exp == got, desc);
-    if (exp != got) printf("#   expected: %lld\n#        got: %lld\n", exp, got);
-}
 /* bit-identical float arrays a, b: (n,) */
 static void is_bits(const float *a, const float *b, size_t n, const char *desc) {
     size_t diff = 0;
     for (size_t i = 0; i < n; i++) diff += memcmp(&a[i], &b[i], sizeof(float)) != 0;
-    ok(diff == 0, desc);
+    ok(diff == 0, "%s", desc);
     if (diff) printf("#   %zu/%zu elements differ\n", diff, n);
 }
 
@@ -256,7 +242,7 @@ static void test_open_error(const char *path, const char *opts, const char *exp,
     kestrel_engine *e = (kestrel_engine *)1;
     char err[512] = "";
     int rc = api->open(path, opts, &e, err, sizeof err);
-    ok(rc != 0 && e == NULL, desc);
+    ok(rc != 0 && e == NULL, "%s", desc);
     char d[200];
     snprintf(d, sizeof d, "%s: exact message", desc);
     is_str(exp, err, d);
@@ -598,6 +584,5 @@ done:
     } else {
         printf("# models kept in %s\n", dir);
     }
-    printf("1..%d\n", n_test);
-    return n_fail ? 1 : 0;
+    return tap_done();
 }

@@ -29,25 +29,10 @@
 #include "gguf.h"
 #include "oracle.h"
 #include "test_gguf_fixtures.h"
+#include "tap.h"
 
 /* ---- TAP ---- */
-static int n_test, n_fail;
 
-static int ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int ok(int cond, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (!cond) n_fail++;
-    return cond;
-}
-
-static void is_str(const char *expected, const char *got, const char *desc) {
-    if (!ok(strcmp(expected, got) == 0, "%s", desc)) printf("#   expected: %s\n#        got: %s\n", expected, got);
-}
 
 /* ---- scratch files ---- */
 static char tmpdir[256];

@@ -25,20 +25,8 @@
 #include "gguf.h"
 #include "oracle.h"
 #include "test_gguf_fixtures.h"
+#include "tap.h"
 
-static int n_test, n_fail;
-
-static int ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int ok(int cond, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (!cond) n_fail++;
-    return cond;
-}
 
 static uint64_t rng;
 static uint64_t next_u64(void) { /* xorshift64* */
@@ -299,6 +287,5 @@ int main(void) {
     unlink(base_path[0]);
     unlink(base_path[1]);
     rmdir(dir);
-    printf("1..%d\n", n_test);
-    return n_fail ? 1 : 0;
+    return tap_done();
 }

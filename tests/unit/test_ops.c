@@ -13,21 +13,15 @@
 #include "gguf.h"
 #include "ops.h"
 #include "quant.h"
+#include "tap.h"
 
-static int n_test, n_fail;
-
-static void ok(int cond, const char *desc) {
-    n_test++;
-    if (!cond) n_fail++;
-    printf("%s %d - %s\n", cond ? "ok" : "not ok", n_test, desc);
-}
 
 /* expected vs actual, element by element, within abs tolerance tol. exp, got: (n,) */
 static void is_vec(const float *exp, const float *got, int n, float tol, const char *desc) {
     int bad = -1;
     for (int i = 0; i < n && bad < 0; i++)
         if (!(fabsf(exp[i] - got[i]) <= tol)) bad = i;
-    ok(bad < 0, desc);
+    ok(bad < 0, "%s", desc);
     if (bad >= 0) printf("#   element %d: expected %.9g, got %.9g (tol %g)\n", bad, exp[bad], got[bad], tol);
 }
 
@@ -217,6 +211,5 @@ int main(void) {
     test_matvec_type(GGML_TYPE_Q4_0, 512, 301, pool, "q4_0");
     test_matvec_type(GGML_TYPE_F32, 256, 300, pool, "f32");
     ops_pool_destroy(pool);
-    printf("1..%d\n# %d failed\n", n_test, n_fail);
-    return n_fail ? 1 : 0;
+    return tap_done();
 }

@@ -19,20 +19,8 @@
 
 #include "gguf.h"
 #include "quant.h"
+#include "tap.h"
 
-static int n_test, n_fail;
-
-static int ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int ok(int cond, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", cond ? "ok" : "not ok", ++n_test);
-    vprintf(fmt, ap);
-    printf("\n");
-    va_end(ap);
-    if (!cond) n_fail++;
-    return cond;
-}
 
 static float fbits(uint32_t u) {
     float f;
@@ -368,6 +356,5 @@ int main(void) {
     test_quantize();
     test_roundtrip_and_dot();
     test_fixtures();
-    printf("1..%d\n", n_test);
-    return n_fail ? 1 : 0;
+    return tap_done();
 }

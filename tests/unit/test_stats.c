@@ -13,18 +13,12 @@
 #include <stdlib.h>
 
 #include "stats.h"
+#include "tap.h"
 
-static int n_test = 0, n_fail = 0;
-
-static void ok(int cond, const char *desc) {
-    n_test++;
-    if (!cond) n_fail++;
-    printf("%sok %d - %s\n", cond ? "" : "not ", n_test, desc);
-}
 
 static void is_near(double expected, double got, double tol, const char *desc) {
     int pass = fabs(expected - got) <= tol;
-    ok(pass, desc);
+    ok(pass, "%s", desc);
     if (!pass) printf("#   expected: %.17g\n#        got: %.17g\n", expected, got);
 }
 
@@ -159,6 +153,5 @@ int main(void) {
     stats_bootstrap_median_ratio(ba, 0, bb, 30, 2000, 0.95, 7, &lo2, &hi2);
     ok(isnan(lo2) && isnan(hi2), "bootstrap: empty group gives NaN");
 
-    printf("1..%d\n", n_test);
-    return n_fail ? 1 : 0;
+    return tap_done();
 }
