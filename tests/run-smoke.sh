@@ -30,7 +30,7 @@ is 0 "$(sql "SELECT count(*) FROM cases WHERE status <> 'pass'")" "every case pa
 # oracle cases: the gated metrics, with gate and pass flag
 N_ORACLE=$(sql "SELECT count(*) FROM cases WHERE kind = 'oracle'")
 is "$N_ORACLE" "$(sql "SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id
-   WHERE c.kind = 'oracle' AND m.name = 'max_rel' AND m.gate = '<= 5e-05' AND m.gate_pass = 1 AND m.value < 5e-5")" "max_rel row with its gate per oracle case"
+   WHERE c.kind = 'oracle' AND m.name = 'max_rel' AND m.gate = '<= 1e-05' AND m.gate_pass = 1 AND m.value < 1e-5")" "max_rel row with its gate per oracle case"
 is "$N_ORACLE" "$(sql "SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id
    WHERE c.kind = 'oracle' AND m.name = 'argmax_agree' AND m.value = 1.0 AND m.text = '86/86' AND m.gate = 'all'")" "argmax_agree 86/86 per oracle case"
 is "$N_ORACLE" "$(sql "SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id
