@@ -7,7 +7,7 @@
  * Options (comma-separated key=value): device=N, graph=0|1 (default 1),
  * profile=0|1, ctx=N (KV positions, default min(context_length, 4096)),
  * vram_limit=BYTES (allocator refuses beyond it: tests out-of-memory),
- * delta=auto|generic|reg, gemv=pipe|reg (q4_0 GEMV: cp.async streaming or register prefetch),
+ * delta=auto|generic|reg, gemv=reg|pipe (q4_0 GEMV: register prefetch (default) or cp.async),
  * gemv_rpw=0|1|2|4 (rows per warp of the q4_0 GEMVs, 0 = by rows; for A/B),
  * threads=N (accepted for suite compatibility, unused).
  * Everything but kestrel_engine_entry has hidden visibility.
@@ -114,10 +114,10 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
             continue;
         }
         if (!strcmp(kv, "gemv")) {
-            if (!strcmp(val, "pipe")) o->gemv_kind = 0;
-            else if (!strcmp(val, "reg")) o->gemv_kind = 1;
+            if (!strcmp(val, "reg")) o->gemv_kind = 0;
+            else if (!strcmp(val, "pipe")) o->gemv_kind = 1;
             else {
-                fmt_err(err, err_len, "options: gemv=%s: expected pipe or reg", val);
+                fmt_err(err, err_len, "options: gemv=%s: expected reg or pipe", val);
                 goto cleanup;
             }
             continue;
@@ -135,7 +135,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1, "
-                                  "ctx, vram_limit, delta, gemv=pipe|reg, gemv_rpw=0|1|2|4, threads)", kv, val);
+                                  "ctx, vram_limit, delta, gemv=reg|pipe, gemv_rpw=0|1|2|4, threads)", kv, val);
             goto cleanup;
         }
     }

@@ -105,65 +105,70 @@ __device__ __forceinline__ void q4sb_rows(const uint4 *const (&qrow)[NR], const 
 #define Q4M_WARPS 8 /* warps per block of the multi-row kernels */
 
 /* y0 (W0.rows,) [+]= W0 . x and, when W1.rows > 0, y1 (W1.rows,) [+]= W1 . x in one launch:
- * warp g < ceil(W0.rows / R) takes rows g*R.. of W0, the following warps rows of W1.
- * Rows past the end repeat the last row's loads (in bounds) and are not stored. */
+ * row group g < ceil(W0.rows / R) is rows g*R.. of W0, the following groups rows of W1.
+ * Rows past the end repeat the last row's loads (in bounds) and are not stored.
+ * v5: the grid is at most one resident wave (kc_gemv_setup) and each warp walks the row groups
+ * with the grid's stride, so every SM gets the same share of rows (a one-wave grid of 320 blocks
+ * on 132 SMs x 3 slots left the SMs with 3 blocks 1.5x the work of those with 2). */
 template <int R>
 __global__ void __launch_bounds__(32 * Q4M_WARPS) matvec_q4m_kernel(const kc_mat W0, const kc_mat W1,
                                                                      const float *__restrict__ x, float *y0,
                                                                      float *y1, int accumulate)
 {
     const int lane = threadIdx.x & 31;
-    int g = blockIdx.x * Q4M_WARPS + (threadIdx.x >> 5);
-    const int g0 = (W0.rows + R - 1) / R;
-    const bool first = g < g0;
-    if (!first) g -= g0;
-    const int rows = first ? W0.rows : W1.rows, nsb = (first ? W0.cols : W1.cols) / 1024;
-    const uint4 *qb = (const uint4 *)(first ? W0.data : W1.data);
-    const uint4 *db = (const uint4 *)(first ? W0.d : W1.d);
-    float *y = first ? y0 : y1;
-    const int r0 = g * R;
-    if (r0 >= rows) return;
-    const uint4 *qrow[R], *drow[R];
+    const int g0 = (W0.rows + R - 1) / R, ng = g0 + (W1.rows + R - 1) / R;
+    for (int gg = blockIdx.x * Q4M_WARPS + (threadIdx.x >> 5); gg < ng; gg += gridDim.x * Q4M_WARPS) {
+        const bool first = gg < g0;
+        const int g = first ? gg : gg - g0;
+        const int rows = first ? W0.rows : W1.rows, nsb = (first ? W0.cols : W1.cols) / 1024;
+        const uint4 *qb = (const uint4 *)(first ? W0.data : W1.data);
+        const uint4 *db = (const uint4 *)(first ? W0.d : W1.d);
+        float *y = first ? y0 : y1;
+        const int r0 = g * R;
+        const uint4 *qrow[R], *drow[R];
 #pragma unroll
-    for (int i = 0; i < R; i++) {
-        const int r = r0 + i < rows ? r0 + i : rows - 1;
-        qrow[i] = qb + (size_t)r * nsb * 32 + lane;
-        drow[i] = db + (size_t)r * nsb * 4 + (lane >> 3);
-    }
-    float s[R];
-    q4sb_rows<R>(qrow, drow, nsb, (const float4 *)x + lane, s);
-    if (lane == 0) {
+        for (int i = 0; i < R; i++) {
+            const int r = r0 + i < rows ? r0 + i : rows - 1;
+            qrow[i] = qb + (size_t)r * nsb * 32 + lane;
+            drow[i] = db + (size_t)r * nsb * 4 + (lane >> 3);
+        }
+        float s[R];
+        q4sb_rows<R>(qrow, drow, nsb, (const float4 *)x + lane, s);
+        if (lane == 0) {
 #pragma unroll
-        for (int i = 0; i < R; i++)
-            if (r0 + i < rows) y[r0 + i] = accumulate ? y[r0 + i] + s[i] : s[i];
+            for (int i = 0; i < R; i++)
+                if (r0 + i < rows) y[r0 + i] = accumulate ? y[r0 + i] + s[i] : s[i];
+        }
     }
 }
 
-/* y (G.rows,) = silu(G . x) * (U . x): warp g takes the gate and up rows g*P.. (2P streams) */
+/* y (G.rows,) = silu(G . x) * (U . x): row group g = gate and up rows g*P.. (2P streams),
+ * groups walked with the grid's stride as above */
 template <int P>
 __global__ void __launch_bounds__(32 * Q4M_WARPS) matvec_swiglu_q4m_kernel(const kc_mat G, const kc_mat U,
                                                                             const float *__restrict__ x,
                                                                             float *__restrict__ y)
 {
     const int lane = threadIdx.x & 31;
-    const int r0 = (blockIdx.x * Q4M_WARPS + (threadIdx.x >> 5)) * P;
-    if (r0 >= G.rows) return;
-    const int nsb = G.cols / 1024;
-    const uint4 *qrow[2 * P], *drow[2 * P];
+    const int nsb = G.cols / 1024, ng = (G.rows + P - 1) / P;
+    for (int g = blockIdx.x * Q4M_WARPS + (threadIdx.x >> 5); g < ng; g += gridDim.x * Q4M_WARPS) {
+        const int r0 = g * P;
+        const uint4 *qrow[2 * P], *drow[2 * P];
 #pragma unroll
-    for (int i = 0; i < P; i++) {
-        const int r = r0 + i < G.rows ? r0 + i : G.rows - 1;
-        qrow[i] = (const uint4 *)G.data + (size_t)r * nsb * 32 + lane;
-        drow[i] = (const uint4 *)G.d + (size_t)r * nsb * 4 + (lane >> 3);
-        qrow[P + i] = (const uint4 *)U.data + (size_t)r * nsb * 32 + lane;
-        drow[P + i] = (const uint4 *)U.d + (size_t)r * nsb * 4 + (lane >> 3);
-    }
-    float s[2 * P];
-    q4sb_rows<2 * P>(qrow, drow, nsb, (const float4 *)x + lane, s);
-    if (lane == 0) {
+        for (int i = 0; i < P; i++) {
+            const int r = r0 + i < G.rows ? r0 + i : G.rows - 1;
+            qrow[i] = (const uint4 *)G.data + (size_t)r * nsb * 32 + lane;
+            drow[i] = (const uint4 *)G.d + (size_t)r * nsb * 4 + (lane >> 3);
+            qrow[P + i] = (const uint4 *)U.data + (size_t)r * nsb * 32 + lane;
+            drow[P + i] = (const uint4 *)U.d + (size_t)r * nsb * 4 + (lane >> 3);
+        }
+        float s[2 * P];
+        q4sb_rows<2 * P>(qrow, drow, nsb, (const float4 *)x + lane, s);
+        if (lane == 0) {
 #pragma unroll
-        for (int i = 0; i < P; i++)
-            if (r0 + i < G.rows) y[r0 + i] = s[i] / (1.0f + expf(-s[i])) * s[P + i];
+            for (int i = 0; i < P; i++)
+                if (r0 + i < G.rows) y[r0 + i] = s[i] / (1.0f + expf(-s[i])) * s[P + i];
+        }
     }
 }
 

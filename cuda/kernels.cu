@@ -3,10 +3,11 @@
  * contract of each op and the name of its CPU twin).
  *
  * GEMV design, three paths (launch_gemv):
- * - q4_0 layout 1 (every real Qwen3.5 width): gemv_q4.cuh, a warp streams 1 or 2 rows
- *   (kc_gemv_rpw) sharing each activation load, quants and scales of the next 3 superblocks
- *   in flight through cp.async (kc_mat.gemv = 0), or 1, 2, 4 rows with register prefetch of
- *   the next superblock (kc_mat.gemv = 1, the v2 kernel kept for A/B);
+ * - q4_0 layout 1 (every real Qwen3.5 width): gemv_q4.cuh, a warp streams 1, 2 or 4 rows
+ *   (kc_gemv_rpw) sharing each activation load, the next superblock prefetched in registers,
+ *   grid capped at one resident wave with grid-stride rows (kc_mat.gemv = 0, the default);
+ *   or 1, 2 rows with 3 superblocks in flight through cp.async (kc_mat.gemv = 1: measured
+ *   slower, kept for A/B, cuda/PERF-NOTES.md v4);
  * - other types with rows < ROWBLOCK_MAX_ROWS (beta/alpha projections): one block per row;
  * - other types: one warp per row, 8 warps per block; each lane walks the row in 16-byte
  *   loads (q4_0 layout 0: one block of 32 weights per load; q8_0: two loads per block;
@@ -387,11 +388,40 @@ static uint32_t disp_type(const kc_mat *W) { return W->type == GGML_Q4_0 && W->l
 
 int kc_gemv_rpw(const kc_mat *W)
 {
-    const int cap = W->gemv == 1 ? 4 : 2;
+    const int cap = W->gemv == 1 ? 2 : 4;
     if (W->rpw == 1 || W->rpw == 2 || W->rpw == 4) return W->rpw < cap ? W->rpw : cap;
-    /* enough warps for ~2.5 resident blocks of 8 warps on each of 132 SMs, else fewer rows per warp */
-    const int r = W->rows >= 8192 ? 4 : W->rows >= 4096 ? 2 : 1;
-    return r < cap ? r : cap;
+    /* measured on the 27B shape (PERF-NOTES v2): 2 rows per warp 8.89 ms, 1: 9.06, 4: 9.96 (registers) */
+    return W->rows >= 2048 ? 2 : 1;
+}
+
+/* Resident blocks of each register-prefetch q4_0 kernel on the whole device (SMs x blocks per SM):
+ * the launch grids are capped there (one wave, rows walked with the grid's stride). Index:
+ * matvec R = 1, 2, 4, then SwiGLU P = 1, 2. 0 = not known yet. Filled by kc_gemv_setup (the
+ * engine calls it before any graph capture) or on first use. */
+static int g_q4m_slots[5];
+
+cudaError_t kc_gemv_setup(void)
+{
+    int dev = 0, sms = 0, nb[5] = {0, 0, 0, 0, 0};
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb[0], matvec_q4m_kernel<1>, 32 * Q4M_WARPS, 0);
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb[1], matvec_q4m_kernel<2>, 32 * Q4M_WARPS, 0);
+    if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb[2], matvec_q4m_kernel<4>, 32 * Q4M_WARPS, 0);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb[3], matvec_swiglu_q4m_kernel<1>, 32 * Q4M_WARPS, 0);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb[4], matvec_swiglu_q4m_kernel<2>, 32 * Q4M_WARPS, 0);
+    if (e != cudaSuccess) return e;
+    for (int i = 0; i < 5; i++) g_q4m_slots[i] = sms * (nb[i] > 0 ? nb[i] : 1);
+    return cudaSuccess;
+}
+
+/* grid for `blocks` blocks of q4m kernel `which`: at most one resident wave */
+static int q4m_grid(int which, int blocks)
+{
+    if (!g_q4m_slots[which] && kc_gemv_setup() != cudaSuccess) return blocks;
+    return blocks < g_q4m_slots[which] ? blocks : g_q4m_slots[which];
 }
 
 static int rowblock_path(const kc_mat *W) { return disp_type(W) != GGML_Q4_0_SB && W->rows < ROWBLOCK_MAX_ROWS; }
@@ -414,7 +444,7 @@ static cudaError_t launch_gemv(const kc_mat *W0, const kc_mat *W1, const float *
     memset(&none, 0, sizeof none);
     const kc_mat *B = W1 ? W1 : &none;
     const int rows = W0->rows + B->rows;
-    if (disp_type(W0) == GGML_Q4_0_SB && W0->gemv != 1) {
+    if (disp_type(W0) == GGML_Q4_0_SB && W0->gemv == 1) {
         const int R = kc_gemv_rpw(W0);
         const int warps = (W0->rows + R - 1) / R + (B->rows + R - 1) / R;
         const int grid = (warps + Q4P_WARPS - 1) / Q4P_WARPS;
@@ -423,7 +453,7 @@ static cudaError_t launch_gemv(const kc_mat *W0, const kc_mat *W1, const float *
     } else if (disp_type(W0) == GGML_Q4_0_SB) {
         const int R = kc_gemv_rpw(W0);
         const int warps = (W0->rows + R - 1) / R + (B->rows + R - 1) / R;
-        const int grid = (warps + Q4M_WARPS - 1) / Q4M_WARPS;
+        const int grid = q4m_grid(R == 4 ? 2 : R - 1, (warps + Q4M_WARPS - 1) / Q4M_WARPS);
         if (R == 4) matvec_q4m_kernel<4><<<grid, 32 * Q4M_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
         else if (R == 2) matvec_q4m_kernel<2><<<grid, 32 * Q4M_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
         else matvec_q4m_kernel<1><<<grid, 32 * Q4M_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
@@ -463,13 +493,13 @@ cudaError_t kc_matvec_swiglu(const kc_mat *G, const kc_mat *U, const float *x, f
     if (G->type != U->type || G->cols != U->cols || G->rows != U->rows || G->layout != U->layout ||
         G->gemv != U->gemv)
         return cudaErrorInvalidValue;
-    if (disp_type(G) == GGML_Q4_0_SB && G->gemv != 1) {
+    if (disp_type(G) == GGML_Q4_0_SB && G->gemv == 1) {
         matvec_swiglu_q4p_kernel<<<(G->rows + Q4P_WARPS - 1) / Q4P_WARPS, 32 * Q4P_WARPS, 0, st>>>(*G, *U, x, y);
         return cudaGetLastError();
     }
     if (disp_type(G) == GGML_Q4_0_SB) {
         const int P = kc_gemv_rpw(G) >= 4 ? 2 : 1; /* 2P row streams per warp */
-        const int grid = ((G->rows + P - 1) / P + Q4M_WARPS - 1) / Q4M_WARPS;
+        const int grid = q4m_grid(2 + P, ((G->rows + P - 1) / P + Q4M_WARPS - 1) / Q4M_WARPS);
         if (P == 2) matvec_swiglu_q4m_kernel<2><<<grid, 32 * Q4M_WARPS, 0, st>>>(*G, *U, x, y);
         else matvec_swiglu_q4m_kernel<1><<<grid, 32 * Q4M_WARPS, 0, st>>>(*G, *U, x, y);
         return cudaGetLastError();

@@ -47,12 +47,15 @@ typedef struct kc_mat {
     void *data;
     __half *d; /* quantised types only */
     int32_t rpw; /* q4_0 layout 1: rows per warp of the GEMV (1, 2, 4); 0 = pick by rows (kc_gemv_rpw) */
-    int32_t gemv; /* q4_0 layout 1 GEMV: 0 = quants streamed by cp.async (v4), 1 = register prefetch (v2) */
+    int32_t gemv; /* q4_0 layout 1 GEMV: 0 = register prefetch (default), 1 = quants streamed by cp.async (v4) */
 } kc_mat;
 
 /* Rows per warp the q4_0 layout-1 GEMV uses for this matrix (W->rpw, or by its row count;
  * the cp.async kernel takes at most 2). */
 int kc_gemv_rpw(const kc_mat *W);
+/* Occupancy of the q4_0 GEMV kernels on the current device, for their one-wave grids. Call
+ * before capturing a graph (the launchers otherwise query it on first use). */
+cudaError_t kc_gemv_setup(void);
 
 /* 1 when the GEMV kernels support this matrix (type known, cols % 32 == 0). */
 int kc_mat_supported(uint32_t type, int64_t cols);

@@ -158,6 +158,7 @@ int kc_model_alloc_runtime(kc_model *m)
         ALLOC(m->av, d->nkv * d->hd);
         KC_CK(m, kc_attention_setup(d->ctx, d->hd));
     }
+    KC_CK(m, kc_gemv_setup()); /* the GEMV grids' occupancy query stays out of graph capture */
     ALLOC(m->x, d->n_embd);
     ALLOC(m->xn, d->n_embd);
     ALLOC(m->xf, d->n_embd);

@@ -81,7 +81,7 @@ typedef struct kc_model {
     float *out_norm;          /* (D,) */
     int delta_variant;        /* -1 pick, 0 generic, 1 register-resident */
     int gemv_rpw;             /* rows per warp of the q4_0 GEMVs: 0 = by rows, or 1, 2, 4 (option gemv_rpw) */
-    int gemv_kind;            /* q4_0 GEMV kernel: 0 cp.async (default), 1 register prefetch (option gemv=pipe|reg) */
+    int gemv_kind;            /* q4_0 GEMV kernel: 0 register prefetch (default), 1 cp.async (option gemv=reg|pipe) */
     /* state */
     float *S;                 /* (n_gdn, vh, kd, vd) */
     float *hist;              /* (n_gdn, K-1, C) */

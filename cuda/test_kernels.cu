@@ -347,16 +347,22 @@ static void test_gemv_q4_rpw(void)
     matvec(NULL, ref, w, GGML_TYPE_Q4_0, x, cols, rows);
     matvec(NULL, ref2, w2, GGML_TYPE_Q4_0, x, cols, rows);
     {
-        const int pipe_w = kc_gemv_rpw(&W), pipe_v = kc_gemv_rpw(&V);
+        const int reg_w = kc_gemv_rpw(&W), reg_v = kc_gemv_rpw(&V);
+        kc_mat S = W;
+        S.rows = 1000;
+        const int reg_s = kc_gemv_rpw(&S);
+        W.rpw = 4;
+        const int reg_f = kc_gemv_rpw(&W);
         W.gemv = 1;
-        const int reg_w = kc_gemv_rpw(&W);
+        const int pipe_f = kc_gemv_rpw(&W);
         W.gemv = 0;
-        ok(reg_w == 4 && pipe_w == 2 && pipe_v == 2,
-           "q4_0 rows per warp by rows: %d rows -> %d (register) / %d (cp.async), %d rows -> %d", rows, reg_w, pipe_w,
-           rows2, pipe_v);
+        W.rpw = 0;
+        ok(reg_w == 2 && reg_v == 2 && reg_s == 1 && reg_f == 4 && pipe_f == 2,
+           "q4_0 rows per warp: %d rows -> %d, %d -> %d, 1000 -> %d; forced 4 -> %d (register) / %d (cp.async)", rows,
+           reg_w, rows2, reg_v, reg_s, reg_f, pipe_f);
     }
-    /* (kernel, rows per warp): gemv 1 = register prefetch (1, 2, 4 rows), 0 = cp.async (1, 2) */
-    const int kinds[][2] = {{1, 1}, {1, 2}, {1, 4}, {0, 1}, {0, 2}};
+    /* (kernel, rows per warp): gemv 0 = register prefetch (1, 2, 4 rows), 1 = cp.async (1, 2) */
+    const int kinds[][2] = {{0, 1}, {0, 2}, {0, 4}, {1, 1}, {1, 2}};
     for (int i = 0; i < 5; i++) {
         W.gemv = kinds[i][0];
         W.rpw = kinds[i][1];
@@ -365,14 +371,15 @@ static void test_gemv_q4_rpw(void)
         get_f(got, dy, rows);
         char what[112];
         snprintf(what, sizeof what, "matvec q4_0 %dx%d, %s, %d rows per warp", rows, cols,
-                 kinds[i][0] ? "register prefetch" : "cp.async", kinds[i][1]);
+                 kinds[i][0] ? "cp.async" : "register prefetch", kinds[i][1]);
         check_rel(what, got, ref, rows, 2e-5);
         if (i == 0) memcpy(base, got, rows * 4);
         else
             ok(n_unequal(got, base, rows) == 0, "bitexact q4_0 GEMV %s %d rows per warp vs register 1: %zu/%d unequal",
-               kinds[i][0] ? "register" : "cp.async", kinds[i][1], n_unequal(got, base, rows), rows);
+               kinds[i][0] ? "cp.async" : "register", kinds[i][1], n_unequal(got, base, rows), rows);
     }
     W.gemv = 0;
+    W.rpw = 0;
     /* the fused pair (qkv + z) on the default kernel vs separate launches */
     W.rpw = 0;
     poison(dy, rows * 4);
@@ -381,7 +388,7 @@ static void test_gemv_q4_rpw(void)
     get_f(got, dy, rows);
     get_f(got2, dy2, rows2);
     W2.rpw = 1;
-    W2.gemv = 1;
+    W2.gemv = 1; /* the cp.async kernel, 1 row per warp: same bits */
     float *dy3 = (float *)dnew(rows * 4);
     T_CK(kc_matvec(&W2, dx, dy3, 0, 0));
     float *sep2 = hnew(rows);
@@ -392,7 +399,7 @@ static void test_gemv_q4_rpw(void)
        n_unequal(got, base, rows) + n_unequal(got2, sep2, rows2), rows + rows2);
     /* SwiGLU: 1 pair per warp (rpw 1, 2) and 2 pairs (rpw 4) */
     swiglu(sref, ref, ref2, rows);
-    const int skinds[][2] = {{1, 1}, {1, 4}, {0, 0}}; /* register 1 pair, register 2 pairs, cp.async */
+    const int skinds[][2] = {{0, 1}, {0, 4}, {1, 0}}; /* register 1 pair, register 2 pairs, cp.async */
     for (int i = 0; i < 3; i++) {
         W.gemv = W2.gemv = skinds[i][0];
         W.rpw = W2.rpw = skinds[i][1];
@@ -401,12 +408,12 @@ static void test_gemv_q4_rpw(void)
         get_f(got, dy, rows);
         char what[112];
         snprintf(what, sizeof what, "matvec_swiglu q4_0 %dx%d, %s, %d gate/up pairs per warp", rows, cols,
-                 skinds[i][0] ? "register prefetch" : "cp.async", skinds[i][1] == 4 ? 2 : 1);
+                 skinds[i][0] ? "cp.async" : "register prefetch", skinds[i][1] == 4 ? 2 : 1);
         check_rel(what, got, sref, rows, 2e-5);
         if (i == 0) memcpy(sbase, got, rows * 4);
         else
             ok(n_unequal(got, sbase, rows) == 0, "bitexact SwiGLU q4_0 %s vs register 1 pair per warp: %zu/%d unequal",
-               skinds[i][0] ? "register 2 pairs" : "cp.async", n_unequal(got, sbase, rows), rows);
+               skinds[i][0] ? "cp.async" : "register 2 pairs", n_unequal(got, sbase, rows), rows);
     }
     free(w); free(w2); free(x); free(ref); free(ref2); free(got); free(base); free(got2); free(sref);
     free(sbase); free(sep2);

@@ -122,10 +122,10 @@ cases:
   - {name: q27-ctx512, kind: decode-bench, model: q27, prompt_len: 512, step_tokens: 1}
   - {name: q27-ctx1-profile, kind: decode-bench, engine: cuda-profile, model: q27, prompt_len: 1, step_tokens: 1, iterations: 20}
   - {name: q27-ctx1-rpw1, kind: decode-bench, engine: cuda-rpw1, model: q27, prompt_len: 1, step_tokens: 1}
-  - {name: q27-ctx1-reg, kind: decode-bench, engine: cuda-reg, model: q27, prompt_len: 1, step_tokens: 1}
+  - {name: q27-ctx1-pipe, kind: decode-bench, engine: cuda-pipe, model: q27, prompt_len: 1, step_tokens: 1}
 EOF_PERF
-        # the q4_0 GEMV variants (cuda/PERF-NOTES.md): 1 row per warp forced; the v2 register-prefetch kernel
-        sed -i 's/^engines:$/engines:\n  cuda-rpw1: {lib: cuda, options: "graph=1,ctx=640,gemv_rpw=1"}\n  cuda-reg: {lib: cuda, options: "graph=1,ctx=640,gemv=reg"}/' /tmp/kestrel-perf/perf.yaml
+        # the q4_0 GEMV variants (cuda/PERF-NOTES.md): 1 row per warp forced; the v4 cp.async kernel
+        sed -i 's/^engines:$/engines:\n  cuda-rpw1: {lib: cuda, options: "graph=1,ctx=640,gemv_rpw=1"}\n  cuda-pipe: {lib: cuda, options: "graph=1,ctx=640,gemv=pipe"}/' /tmp/kestrel-perf/perf.yaml
         if [ -f "$PWD/$CARRY/engines-base/libkestrel-cuda.so" ]; then # the build before the change
             sed -i "s|^engines:\$|engines:\\n  cuda-base: {lib: $PWD/$CARRY/engines-base/libkestrel-cuda.so, options: \"graph=1,ctx=640\"}|" /tmp/kestrel-perf/perf.yaml
             printf '%s\n' "  - {name: q27-ctx1-base, kind: decode-bench, engine: cuda-base, model: q27, prompt_len: 1, step_tokens: 1}" >> /tmp/kestrel-perf/perf.yaml
