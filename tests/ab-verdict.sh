@@ -5,7 +5,7 @@
 # the same library and options on both sides (5 ms sleeps) -> `no difference beyond noise`.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/ab-lib.sh"
-plan 24
+plan 25
 
 # ---- B slower: A sleeps 1 ms per step, B 25 ms; seeded order ----
 run_cmd "$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" \
@@ -40,7 +40,10 @@ like "$OUT" "^verdict: no difference beyond noise$" "A/A: verdict 'no difference
 ok '[ "$(printf "%s\n" "$OUT" | grep -Ec "^ +[1-6] +AB ")" -eq 6 ]' "A/A without --seed: strictly A then B in every pair"
 is 2 "$(q "SELECT count(*) FROM runs WHERE label LIKE 'ab: %'")" "A/A: a second ab run recorded"
 # the stored numbers agree with the verdict rule: CI contains 1 or the effect is below min_effect
-is 1 "$(q "SELECT (lo.value <= 1 AND hi.value >= 1) OR abs(r.value - 1) < 0.03 FROM metrics r, metrics lo, metrics hi WHERE r.case_id = (SELECT max(id) FROM cases) AND lo.case_id = r.case_id AND hi.case_id = r.case_id AND r.name = 'ratio_median' AND lo.name = 'ratio_ci_lo' AND hi.name = 'ratio_ci_hi'")" \
+# (the suite's gate, 0.25: ab-lib.sh)
+is 0.25 "$(q "SELECT value FROM metrics WHERE case_id = (SELECT max(id) FROM cases) AND name = 'min_effect'")" \
+  "A/A: the suite's min_effect is stored"
+is 1 "$(q "SELECT (lo.value <= 1 AND hi.value >= 1) OR abs(r.value - 1) < 0.25 FROM metrics r, metrics lo, metrics hi WHERE r.case_id = (SELECT max(id) FROM cases) AND lo.case_id = r.case_id AND hi.case_id = r.case_id AND r.name = 'ratio_median' AND lo.name = 'ratio_ci_lo' AND hi.name = 'ratio_ci_hi'")" \
   "A/A: stored ratio and CI agree with the verdict"
 is "no difference beyond noise" "$(q "SELECT m.text FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.run_id = (SELECT max(id) FROM runs) AND m.name='verdict'")" \
   "A/A: DB verdict"

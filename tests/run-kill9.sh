@@ -31,6 +31,15 @@ YAML
 
 # the case process of a runner: its child (own process group)
 child_of() { ps -o pid= --ppid "$1" 2>/dev/null | tr -d ' ' | head -1; }
+wait_child() { # RUNNER: wait (<= 30 s) until the runner has a case process; print its pid
+  i=0
+  while [ $i -lt 300 ]; do
+    c=$(child_of "$1")
+    [ -n "$c" ] && { echo "$c"; return 0; }
+    sleep 0.1; i=$((i + 1))
+  done
+  return 1
+}
 wait_cases() { # DB N: wait (<= 30 s) until the DB holds >= N cases
   i=0
   while [ $i -lt 300 ]; do
@@ -44,8 +53,8 @@ wait_cases() { # DB N: wait (<= 30 s) until the DB holds >= N cases
 "$KESTREL_EVAL" run "$T/slow.yaml" --db "$DB" >"$T/run1.out" 2>&1 &
 RUNNER=$!
 ok "wait_cases '$DB' 1" "at least one case finished"
-sleep 0.3
-CHILD=$(child_of $RUNNER)
+# the next case's process (polled, not a fixed sleep: a loaded machine may take a while to start it)
+CHILD=$(wait_child $RUNNER)
 ok "[ -n '$CHILD' ]" "a case process is running (pid ${CHILD:-none})"
 kill -9 $RUNNER
 wait $RUNNER 2>/dev/null
@@ -68,7 +77,7 @@ is "1|interrupted|0
 "$KESTREL_EVAL" run "$T/slow.yaml" --db "$DB" >"$T/run3.out" 2>"$T/run3.err" &
 RUNNER=$!
 ok "wait_cases '$DB' $((N + 2))" "third run finished a case"
-CHILD=$(child_of $RUNNER)
+CHILD=$(wait_child $RUNNER)
 kill -TERM $RUNNER
 wait $RUNNER; RC=$?
 is 143 "$RC" "SIGTERM: exit 143"

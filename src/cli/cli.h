@@ -67,6 +67,13 @@ const char *default_db_path(const char *flag_value);
 /* Write a float32 (rows, cols) array as a NumPy .npy (v1.0, '<f4', C order). Atomic (tmp + rename). */
 int write_npy_f32(const char *path, const float *data, int64_t rows, int64_t cols, char *err, size_t err_len);
 
+/* One RFC 4180 CSV field: quoted (quotes doubled) when it holds , " CR or LF; NULL writes nothing. */
+void csv_field(FILE *f, const char *s);
+/* A JSON string literal (" \\ and control characters escaped); NULL writes null. */
+void json_string(FILE *f, const char *s);
+/* The same literal as a malloc'd string ("null" for NULL). */
+char *json_quote(const char *s);
+
 /* Is stdout/stderr a terminal (and TERM not dumb, NO_COLOR unset)? */
 int use_color(FILE *f);
 

@@ -679,17 +679,6 @@ static char *side_options(const char *explicit_opts, const suite_case *c) {
     return xstrdup(base);
 }
 
-static char *json_escape(const char *s) {
-    size_t n = 0;
-    char *o = xmalloc(2 * strlen(s) + 1);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') o[n++] = '\\';
-        o[n++] = (*s == '\n' || *s == '\t') ? ' ' : *s;
-    }
-    o[n] = '\0';
-    return o;
-}
-
 static char *dir_of(const char *path) {
     const char *sl = strrchr(path, '/');
     if (!sl) return xstrdup(".");
@@ -952,15 +941,16 @@ int cmd_ab(int argc, char **argv) {
     }
 
     /* ---- the record ---- */
-    char *esc_a = json_escape(sides[0].options), *esc_b = json_escape(sides[1].options);
-    params = xasprintf("{\"case\":\"%s\",\"pairs\":%lld,\"order\":\"%s\",\"seed\":%lld,\"prompt_len\":%d,"
+    char *esc_a = json_quote(sides[0].options), *esc_b = json_quote(sides[1].options), *esc_case = json_quote(c->name);
+    params = xasprintf("{\"case\":%s,\"pairs\":%lld,\"order\":\"%s\",\"seed\":%lld,\"prompt_len\":%d,"
                        "\"step_tokens\":%d,\"warmup\":%d,\"iterations\":%d,\"min_effect\":%g,\"bootstrap\":%d,"
-                       "\"force\":%s,\"a_options\":\"%s\",\"b_options\":\"%s\"}",
-                       c->name, pairs, seed >= 0 ? "seeded" : "alternating", seed, c->prompt_len,
+                       "\"force\":%s,\"a_options\":%s,\"b_options\":%s}",
+                       esc_case, pairs, seed >= 0 ? "seeded" : "alternating", seed, c->prompt_len,
                        c->step_tokens > 0 ? c->step_tokens : 1, c->warmup, c->iterations > 0 ? c->iterations : 20, min_effect, AB_BOOT,
                        force ? "true" : "false", esc_a, esc_b);
     free(esc_a);
     free(esc_b);
+    free(esc_case);
     int64_t run_id = -1;
     if (record_db(db_path, s, c, label, cmdline, started, now_seconds() - t_start, sides, files, n_files, rounds,
                   n_rounds, have_res ? &res : NULL, crashed ? crash_status : "pass", case_error, params, &run_id, err,

@@ -20,22 +20,6 @@
 #include "cli.h"
 #include "suite.h"
 
-static void json_str(FILE *f, const char *s) {
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p == '\t') fputs("\\t", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 static void json_pos(FILE *f, suite_pos p) { fprintf(f, "\"%d:%d\"", p.line, p.col); }
 
 /* Shortest of %.15g / %.17g that reads back as v. */
@@ -79,9 +63,9 @@ static void print_files(FILE *f, const char *key, const suite_file_ref *refs, in
     fprintf(f, "  \"%s\": [", key);
     for (int i = 0; i < n; i++) {
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        json_str(f, refs[i].name);
+        json_string(f, refs[i].name);
         fputs(", \"path\": ", f);
-        json_str(f, refs[i].path);
+        json_string(f, refs[i].path);
         fputs(", \"pos\": ", f);
         json_pos(f, refs[i].pos);
         fputs("}", f);
@@ -91,26 +75,26 @@ static void print_files(FILE *f, const char *key, const suite_file_ref *refs, in
 
 static void print_json(FILE *f, const suite *s) {
     fputs("{\n  \"suite\": ", f);
-    json_str(f, s->name);
+    json_string(f, s->name);
     fputs(",\n  \"path\": ", f);
-    json_str(f, s->path);
+    json_string(f, s->path);
     fputs(",\n  \"dir\": ", f);
-    json_str(f, s->dir);
+    json_string(f, s->dir);
     fputs(",\n  \"description\": ", f);
-    json_str(f, s->description);
+    json_string(f, s->description);
     fputs(",\n  \"baseline\": ", f);
-    json_str(f, s->baseline);
+    json_string(f, s->baseline);
     fputs(",\n  \"engines\": [", f);
     for (int i = 0; i < s->n_engines; i++) {
         const suite_engine *e = &s->engines[i];
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        json_str(f, e->name);
+        json_string(f, e->name);
         fputs(", \"lib\": ", f);
-        json_str(f, e->lib);
+        json_string(f, e->lib);
         fputs(", \"sha256\": ", f);
-        json_str(f, e->sha256);
+        json_string(f, e->sha256);
         fputs(", \"options\": ", f);
-        json_str(f, e->options);
+        json_string(f, e->options);
         fputs(", \"pos\": ", f);
         json_pos(f, e->pos);
         fputs("}", f);
@@ -122,9 +106,9 @@ static void print_json(FILE *f, const suite *s) {
     for (int i = 0; i < s->n_prompts; i++) {
         const suite_prompt_set *ps = &s->prompts[i];
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        json_str(f, ps->name);
+        json_string(f, ps->name);
         fputs(", \"file\": ", f);
-        json_str(f, ps->path);
+        json_string(f, ps->path);
         fputs(", \"pos\": ", f);
         json_pos(f, ps->pos);
         fputs(", \"tokens\": [", f);
@@ -140,23 +124,23 @@ static void print_json(FILE *f, const suite *s) {
     for (int i = 0; i < s->n_cases; i++) {
         const suite_case *cs = &s->cases[i];
         fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
-        json_str(f, cs->name);
+        json_string(f, cs->name);
         fputs(", \"kind\": ", f);
-        json_str(f, suite_case_kind_name(cs->kind));
+        json_string(f, suite_case_kind_name(cs->kind));
         fputs(", \"pos\": ", f);
         json_pos(f, cs->pos);
         fputs(", \"engine\": ", f);
-        json_str(f, cs->engine ? cs->engine->name : NULL);
+        json_string(f, cs->engine ? cs->engine->name : NULL);
         fputs(", \"model\": ", f);
-        json_str(f, cs->model ? cs->model->name : NULL);
+        json_string(f, cs->model ? cs->model->name : NULL);
         fputs(", \"oracle\": ", f);
-        json_str(f, cs->oracle ? cs->oracle->name : NULL);
+        json_string(f, cs->oracle ? cs->oracle->name : NULL);
         fputs(", \"prompts\": ", f);
-        json_str(f, cs->prompts ? cs->prompts->name : NULL);
+        json_string(f, cs->prompts ? cs->prompts->name : NULL);
         fputs(",\n     \"tags\": [", f);
         for (int t = 0; t < cs->n_tags; t++) {
             fputs(t ? ", " : "", f);
-            json_str(f, cs->tags[t]);
+            json_string(f, cs->tags[t]);
         }
         fputs("]", f);
         json_num(f, "timeout", cs->timeout_s);

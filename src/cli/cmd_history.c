@@ -29,34 +29,6 @@ static char *dup_col(sqlite3_stmt *st, int i) {
     return t ? xstrdup((const char *)t) : NULL;
 }
 
-static void csv_field(FILE *f, const char *s) {
-    if (!s) return;
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (const char *p = s; *p; p++) {
-        if (*p == '"') fputc('"', f);
-        fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static void json_str(FILE *f, const char *s) {
-    if (!s) {
-        fputs("null", f);
-        return;
-    }
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 /* Unicode sparkline of v (n,), NaN shown as a space. */
 static void sparkline(FILE *f, const hpoint *p, int n) {
     static const char *bars[] = {"\u2581", "\u2582", "\u2583", "\u2584", "\u2585", "\u2586", "\u2587", "\u2588"};
@@ -182,20 +154,20 @@ int cmd_history(int argc, char **argv) {
         for (int i = 0; i < n; i++) {
             const hpoint *p = &pts[i];
             fputs(i ? ",\n  {\"case\": " : "\n  {\"case\": ", stdout);
-            json_str(stdout, p->case_name);
+            json_string(stdout, p->case_name);
             fputs(", \"metric\": ", stdout);
-            json_str(stdout, p->metric);
+            json_string(stdout, p->metric);
             printf(", \"run_id\": %lld, \"started_at\": ", (long long)p->run_id);
-            json_str(stdout, p->started_at);
+            json_string(stdout, p->started_at);
             fputs(", \"engine_sha256\": ", stdout);
-            json_str(stdout, p->engine);
+            json_string(stdout, p->engine);
             fputs(", \"value\": ", stdout);
             if (p->has_value && isfinite(p->value)) printf("%.17g", p->value);
             else fputs("null", stdout);
             fputs(", \"unit\": ", stdout);
-            json_str(stdout, p->unit);
+            json_string(stdout, p->unit);
             fputs(", \"status\": ", stdout);
-            json_str(stdout, p->status);
+            json_string(stdout, p->status);
             fputc('}', stdout);
         }
         fputs("\n]\n", stdout);

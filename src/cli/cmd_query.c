@@ -20,33 +20,6 @@
 
 enum qfmt { Q_TABLE, Q_CSV, Q_JSON };
 
-static void csv_field(FILE *f, const char *s) {
-    if (!s) return;
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (const char *p = s; *p; p++) {
-        if (*p == '"') fputc('"', f);
-        fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p == '\r') fputs("\\r", f);
-        else if (*p == '\t') fputs("\\t", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 /* A cell as text for table/CSV: NULL -> NULL pointer; blobs as x'hex' (first 32 bytes). */
 static char *cell_text(sqlite3_stmt *st, int i) {
     switch (sqlite3_column_type(st, i)) {

@@ -110,27 +110,6 @@ static char *case_options(const suite_case *c) {
     return out;
 }
 
-/* JSON string literal of s into a malloc'd string. */
-static char *json_str(const char *s) {
-    if (!s) return xstrdup("null");
-    size_t n = strlen(s);
-    char *o = xmalloc(n * 6 + 3), *p = o;
-    *p++ = '"';
-    for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
-        if (*q == '"' || *q == '\\') {
-            *p++ = '\\';
-            *p++ = (char)*q;
-        } else if (*q < 0x20) {
-            p += sprintf(p, "\\u%04x", *q);
-        } else {
-            *p++ = (char)*q;
-        }
-    }
-    *p++ = '"';
-    *p = '\0';
-    return o;
-}
-
 typedef struct sbuf { char *p; size_t len, cap; } sbuf;
 static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_printf(sbuf *b, const char *fmt, ...) {
@@ -149,7 +128,7 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
     b->len += (size_t)n;
 }
 static void sb_jstr(sbuf *b, const char *key, const char *val, int *first) {
-    char *v = json_str(val);
+    char *v = json_quote(val);
     sb_printf(b, "%s\"%s\":%s", *first ? "" : ",", key, v);
     free(v);
     *first = 0;
@@ -176,7 +155,7 @@ static char *case_params_json(const suite_case *c, const char *options) {
         sb_printf(&b, ",\"bytes\":%llu,\"iterations\":%d", (unsigned long long)c->bytes, c->iterations);
     sb_printf(&b, ",\"tags\":[");
     for (int i = 0; i < c->n_tags; i++) {
-        char *t = json_str(c->tags[i]);
+        char *t = json_quote(c->tags[i]);
         sb_printf(&b, "%s%s", i ? "," : "", t);
         free(t);
     }

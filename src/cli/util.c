@@ -1,7 +1,7 @@
 /*
  * util.c - small helpers for kestrel-eval: allocation that reports and exits
  * (CLI only; libraries return errors), SHA-256 through OpenSSL, time, strict
- * number parsing, .npy output.
+ * number parsing, .npy output, CSV/JSON string output.
  */
 #include "config.h"
 
@@ -224,4 +224,45 @@ int use_color(FILE *f) {
     if (getenv("NO_COLOR")) return 0;
     if (term && strcmp(term, "dumb") == 0) return 0;
     return isatty(fileno(f));
+}
+
+void csv_field(FILE *f, const char *s) {
+    if (!s) return;
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (const char *p = s; *p; p++) {
+        if (*p == '"') fputc('"', f);
+        fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+void json_string(FILE *f, const char *s) {
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p == '\n') fputs("\\n", f);
+        else if (*p == '\r') fputs("\\r", f);
+        else if (*p == '\t') fputs("\\t", f);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+char *json_quote(const char *s) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) out_of_memory(s ? strlen(s) * 6 + 3 : 5);
+    json_string(f, s);
+    if (fclose(f) != 0 || !buf) out_of_memory(len);
+    return buf;
 }
