@@ -6,7 +6,7 @@
 . "$top_srcdir/tests/lib.sh"
 [ -f "$FIX/mini27-f32.gguf" ] && [ -f "$FIX/mini27.oracle.gguf.zst" ] || skip_all "fixtures not built (tests/fixtures)"
 . "$top_srcdir/tests/run-lib.sh"
-plan 22
+plan 23
 
 SUITE=$top_srcdir/suites/smoke.yaml
 DB=$T/k.db
@@ -36,7 +36,9 @@ is "$N_ORACLE" "$(sql "SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.c
 is "$N_ORACLE" "$(sql "SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id
    WHERE c.kind = 'oracle' AND m.name = 'greedy_match' AND m.value = 1 AND m.text LIKE '%/% tokens'")" "greedy_match per oracle case"
 # decode-bench: the median and every sample
-ITER=$(sql "SELECT json_extract(params, '\$.iterations') FROM cases WHERE kind = 'decode-bench'")
+# (the expected count from the suite file itself, not from what the runner stored)
+ITER=$(sed -n '/kind: decode-bench/,/^  - name:/s/^ *iterations: *\([0-9][0-9]*\).*/\1/p' "$SUITE" | head -1)
+is "$ITER" "$(sql "SELECT json_extract(params, '\$.iterations') FROM cases WHERE kind = 'decode-bench'")" "params record the suite's iterations (${ITER:-none found in $SUITE})"
 is "$ITER" "$(sql "SELECT count(*) FROM samples s JOIN cases c ON c.id = s.case_id WHERE c.kind = 'decode-bench' AND s.series = 'ms_per_token' AND s.value > 0")" "samples stored: count == iterations ($ITER)"
 is 1 "$(sql "SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.kind = 'decode-bench'
    AND m.name = 'ms_per_token_median' AND m.unit = 'ms' AND m.value > 0")" "ms_per_token_median row"

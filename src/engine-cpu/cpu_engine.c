@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "compare.h"
 #include "gguf.h"
 #include "kestrel/engine.h"
 #include "ops.h"
@@ -614,14 +615,6 @@ static void forward_token(kestrel_engine *e, int32_t token, float *logits, float
     e->pos++;
 }
 
-/* Index of the largest element, lowest id on ties, NaN never wins. x: (n,) */
-static int32_t argmax_row(const float *x, int n) {
-    int32_t best = -1;
-    for (int i = 0; i < n; i++)
-        if (!isnan(x[i]) && (best < 0 || x[i] > x[best])) best = i;
-    return best < 0 ? 0 : best;
-}
-
 /* ------------------------------------------------------------------------ */
 /* the ABI                                                                   */
 
@@ -765,7 +758,10 @@ static int cpu_forward(kestrel_engine *e, const int32_t *tokens, int32_t n, uint
         if (want_out && (all || t == n - 1)) row = logits ? logits + (all ? (size_t)t * c->n_vocab : 0) : e->logits;
         forward_token(e, tokens[t], row, capture ? e->cap_h + (size_t)t * c->n_layers * c->n_embd : NULL,
                       capture ? e->cap_hfinal + (size_t)t * c->n_embd : NULL);
-        if (row && argmax) argmax[all ? t : 0] = argmax_row(row, c->n_vocab);
+        if (row && argmax) { /* lowest id on ties; an all-NaN row (never seen) gives 0 */
+            int64_t best = argmax_f32(row, c->n_vocab);
+            argmax[all ? t : 0] = best < 0 ? 0 : (int32_t)best;
+        }
     }
     e->last_n = n;
     e->cap_n = capture ? n : 0;
