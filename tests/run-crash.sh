@@ -58,7 +58,8 @@ like "$(sql "SELECT error FROM cases WHERE name = 'segv-open'")" "^fault engine:
 E_HANG=$(sql "SELECT error FROM cases WHERE name = 'hang-forward'")
 like "$E_HANG" "^timed out after 2\.0 s \(child killed with SIGKILL\)" "hang: timeout message"
 like "$E_HANG" "injecting hang in forward" "hang: stderr tail"
-is 1 "$(sql "SELECT duration_s >= 2.0 AND duration_s < 6.0 FROM cases WHERE name = 'hang-forward'")" "hang: killed at the 2 s timeout"
+# upper bound: slack for a loaded CI machine, still far below the suite's 30 s default timeout
+is 1 "$(sql "SELECT duration_s >= 2.0 AND duration_s < 10.0 FROM cases WHERE name = 'hang-forward'")" "hang: killed at the 2 s timeout"
 is 0 "$(sql "SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.status IN ('crash','timeout')")" "no half results from a crashed case"
 is 5 "$(sql "SELECT count(*) FROM samples s JOIN cases c ON c.id = s.case_id WHERE c.name = 'last-ok'")" "the case after the crashes stored its samples"
 like "$OUT" "\[2/8\] segv-forward  crash  .*killed by SIGSEGV" "log line of the crash"

@@ -60,6 +60,9 @@ typedef struct run_state {
     int n_done;
     const char *current;
     double last_tick; /* elapsed time of the last progress line */
+    /* the in-run floor: the last passing bandwidth case of this run */
+    double probe_gbps;             /* 0: none yet */
+    char probe_case[128];
 } run_state;
 
 /* ------------------------------------------------------------------ helpers */
@@ -292,6 +295,46 @@ cleanup:
     sysinfo_free(&si);
     free(cmdline);
     return ret;
+}
+
+/* Append a metric computed by the parent to a finished case's results. */
+static void add_metric(case_result *r, const char *name, double value, const char *unit, const char *text) {
+    r->metrics = xrealloc(r->metrics, sizeof *r->metrics * (size_t)(r->n_metrics + 1));
+    rec_metric *m = &r->metrics[r->n_metrics++];
+    memset(m, 0, sizeof *m);
+    m->name = xstrdup(name);
+    m->unit = xstrdup(unit);
+    m->text = text ? xstrdup(text) : NULL;
+    m->has_value = 1;
+    m->value = value;
+    m->gate_pass = -1;
+}
+
+/* Every run carries its own floor (docs/metrics.md): a passing bandwidth case sets it; a
+ * decode-bench case run after it gets pct_of_bandwidth (its effective GB/s as a percentage
+ * of the probe) and floor_ms_per_token (its bytes per token at the probe's rate). */
+static void relate_to_floor(run_state *st, const suite_case *c, case_result *r) {
+    if (r->status != CASE_PASS && r->status != CASE_FAIL) return;
+    const rec_metric *m;
+    if (c->kind == CASE_BANDWIDTH) {
+        if (r->status == CASE_PASS && (m = case_result_metric(r, "gbps")) && m->has_value && m->value > 0) {
+            st->probe_gbps = m->value;
+            snprintf(st->probe_case, sizeof st->probe_case, "%s", c->name);
+        }
+        return;
+    }
+    if (c->kind != CASE_DECODE_BENCH || st->probe_gbps <= 0) return;
+    const rec_metric *eff = case_result_metric(r, "gbps_effective");
+    const rec_metric *med = case_result_metric(r, "ms_per_token_median");
+    if (!eff || !eff->has_value || !med || !med->has_value) return;
+    double frac = eff->value / st->probe_gbps;
+    char text[256];
+    snprintf(text, sizeof text, "%.4g of %.4g GB/s measured by case '%s' in this run", eff->value, st->probe_gbps,
+             st->probe_case);
+    add_metric(r, "pct_of_bandwidth", 100.0 * frac, "%", text);
+    snprintf(text, sizeof text, "bytes per token at %.4g GB/s (case '%s'); measured %.4g ms", st->probe_gbps,
+             st->probe_case, med->value);
+    add_metric(r, "floor_ms_per_token", med->value * frac, "ms", text);
 }
 
 /* Store one finished case: case row, metrics, samples, outputs, profile, engine info; one transaction. */
@@ -782,6 +825,7 @@ int cmd_run(int argc, char **argv) {
             free(res.error);
             res.error = xstrdup(err);
         }
+        relate_to_floor(&st, c, &res);
         if (store_case(&st, c, options, started, &res, err, sizeof err) != 0) {
             cli_error("%s: cannot record case '%s': %s", st.db_path, c->name, err);
             set_run_status(st.db, st.run_id, "error", 1);

@@ -249,7 +249,8 @@ static int is_relerr_metric(const char *name) {
 
 /* Headline metrics shown even without a gate or a rule. */
 static int is_headline_metric(const char *name) {
-    return strcmp(name, "ms_per_token_median") == 0 || strcmp(name, "gbps") == 0;
+    return strcmp(name, "ms_per_token_median") == 0 || strcmp(name, "gbps") == 0 ||
+           strcmp(name, "pct_of_bandwidth") == 0 || strcmp(name, "floor_ms_per_token") == 0;
 }
 
 /* One metric: absolute gate of the current run, then the rule relative to the baseline. */

@@ -53,22 +53,6 @@ static void write_bytes(const char *path, const void *p, size_t n) {
     }
 }
 
-static uint8_t *read_bytes(const char *path, size_t *n) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)len + 1);
-    if (fread(p, 1, (size_t)len, fp) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    *n = (size_t)len;
-    return p;
-}
-
 static int file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
@@ -610,7 +594,7 @@ static void test_bad_inputs(void) {
 
 static void test_zst(void) {
     size_t n = 0;
-    uint8_t *img = read_bytes(tpath("rt.gguf"), &n);
+    uint8_t *img = fixture_read_file(tpath("rt.gguf"), &n);
     if (!ok(img != NULL, "zst: read the round-trip file")) return;
     for (int with_size = 1; with_size >= 0; with_size--) {
         size_t cap = ZSTD_compressBound(n);
@@ -747,7 +731,7 @@ static void test_type_facts(void) {
 
 static int compress_file(const char *src, const char *dst) {
     size_t n = 0;
-    uint8_t *img = read_bytes(src, &n);
+    uint8_t *img = fixture_read_file(src, &n);
     if (!img) return -1;
     size_t cap = ZSTD_compressBound(n);
     uint8_t *z = malloc(cap);

@@ -8,18 +8,37 @@
  *   fixture_oracle: a valid oracle dump (oracle.h), 2 prompts x 2 layers,
  *                   n_embd 4, n_vocab 8; prompt 0 has a 2-token greedy
  *                   continuation, prompt 1 none.
+ * and fixture_read_file, a file's bytes (both programs mutate/reread images).
  * Header-only (static functions) so each test program stands alone.
  */
 #ifndef KESTREL_TEST_GGUF_FIXTURES_H
 #define KESTREL_TEST_GGUF_FIXTURES_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gguf.h"
 #include "quant.h"
+
+/* The whole file at path, malloc'd (+1 byte of slack), its size in *n; NULL if it cannot be read. */
+static __attribute__((unused)) uint8_t *fixture_read_file(const char *path, size_t *n) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    uint8_t *p = NULL;
+    long len = -1;
+    if (fseek(fp, 0, SEEK_END) == 0) len = ftell(fp);
+    if (len >= 0 && fseek(fp, 0, SEEK_SET) == 0 && (p = malloc((size_t)len + 1)) != NULL &&
+        fread(p, 1, (size_t)len, fp) != (size_t)len) {
+        free(p);
+        p = NULL;
+    }
+    fclose(fp);
+    *n = len >= 0 ? (size_t)len : 0;
+    return p;
+}
 
 /* Write n f32 values v[i] = sin(seed + 0.37 i) converted to `type` (n a multiple of 32 for q4_0/q8_0). */
 static int fixture_write_values(gguf_writer *w, uint32_t type, int64_t n, float seed) {

@@ -37,22 +37,6 @@ static uint64_t next_u64(void) { /* xorshift64* */
 }
 static uint64_t below(uint64_t n) { return n ? next_u64() % n : 0; }
 
-static uint8_t *read_all(const char *path, size_t *n) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long len = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *p = malloc((size_t)len + 1);
-    if (fread(p, 1, (size_t)len, fp) != (size_t)len) {
-        free(p);
-        p = NULL;
-    }
-    fclose(fp);
-    *n = (size_t)len;
-    return p;
-}
-
 static int write_all(const char *path, const void *p, size_t n) {
     FILE *fp = fopen(path, "wb");
     if (!fp) return -1;
@@ -238,7 +222,7 @@ int main(void) {
 
     for (int b = 0; b < 2; b++) {
         size_t n0 = 0;
-        uint8_t *img = read_all(base_path[b], &n0);
+        uint8_t *img = fixture_read_file(base_path[b], &n0);
         size_t hdr = header_len(base_path[b]);
         if (!img || !hdr) {
             printf("Bail out! cannot read %s\n", base_path[b]);
