@@ -4,7 +4,7 @@
 # probe; one that runs before it (or without one) gets neither.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/run-lib.sh"
-plan 7
+plan 8
 DB=$T/floor.db
 cat >"$T/floor.yaml" <<YAML
 suite: floor
@@ -32,7 +32,9 @@ cases:
 YAML
 run_cmd "$KESTREL_EVAL" run "$T/floor.yaml" --db "$DB"
 is 0 "$RC" "suite with a bandwidth case runs"
-is "" "$(sql "SELECT name FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.name = 'bench-before' AND m.name IN ('pct_of_bandwidth', 'floor_ms_per_token')")" \
+[ "$RC" -eq 0 ] || printf '%s\n' "$ERR" | head -20 | sed 's/^/#   /'
+is 3 "$(sql "SELECT count(*) FROM cases WHERE status = 'pass'")" "all three cases recorded as passed"
+is 0 "$(sql "SELECT count(*) FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.name = 'bench-before' AND m.name IN ('pct_of_bandwidth', 'floor_ms_per_token')")" \
   "a decode-bench before the probe has no floor metrics"
 is "pct_of_bandwidth|%" "$(sql "SELECT m.name, m.unit FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c.name = 'bench-after' AND m.name = 'pct_of_bandwidth'")" \
   "a decode-bench after the probe has pct_of_bandwidth"

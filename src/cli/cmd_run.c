@@ -327,14 +327,15 @@ static void relate_to_floor(run_state *st, const suite_case *c, case_result *r) 
     const rec_metric *eff = case_result_metric(r, "gbps_effective");
     const rec_metric *med = case_result_metric(r, "ms_per_token_median");
     if (!eff || !eff->has_value || !med || !med->has_value) return;
-    double frac = eff->value / st->probe_gbps;
+    /* copies: add_metric reallocates r->metrics */
+    const double gbps = eff->value, median = med->value, frac = gbps / st->probe_gbps;
     char text[256];
-    snprintf(text, sizeof text, "%.4g of %.4g GB/s measured by case '%s' in this run", eff->value, st->probe_gbps,
+    snprintf(text, sizeof text, "%.4g of %.4g GB/s measured by case '%s' in this run", gbps, st->probe_gbps,
              st->probe_case);
     add_metric(r, "pct_of_bandwidth", 100.0 * frac, "%", text);
     snprintf(text, sizeof text, "bytes per token at %.4g GB/s (case '%s'); measured %.4g ms", st->probe_gbps,
-             st->probe_case, med->value);
-    add_metric(r, "floor_ms_per_token", med->value * frac, "ms", text);
+             st->probe_case, median);
+    add_metric(r, "floor_ms_per_token", median * frac, "ms", text);
 }
 
 /* Store one finished case: case row, metrics, samples, outputs, profile, engine info; one transaction. */
