@@ -1,6 +1,7 @@
 # tests/lib.sh - TAP helpers for the shell tests (sourced).
 #   plan N; ok COND "desc"; is EXPECTED ACTUAL "desc"; expect_file_eq expect actual "desc";
-#   run_cmd VAR_PREFIX cmd... (captures rc, stdout, stderr); skip_all "reason"; done_testing
+#   run_cmd VAR_PREFIX cmd... (captures rc, stdout, stderr); skip_all "reason"; done_testing;
+#   py_checks SCRIPT ARGS... (a python script's tab-separated checks as TAP)
 # Each test runs in its own scratch directory $T (removed on success).
 set -u
 : "${top_srcdir:?run under make check}" "${top_builddir:?run under make check}"
@@ -38,4 +39,16 @@ run_cmd() {
   OUT=$(cat "$T/out"); ERR=$(cat "$T/err")
 }
 done_testing() { echo "# $_tap_n tests"; [ $_tap_fail -eq 0 ]; }
+# py_checks SCRIPT ARGS...: run a python check script that prints one "desc<TAB>expected<TAB>actual"
+# line per check; plans one TAP point per line plus one for the script's exit status
+py_checks() {
+  "$PYTHON" "$@" >"$T/results" 2>"$T/py.err"
+  _py_rc=$?
+  plan $(($(wc -l <"$T/results") + 1))
+  is 0 "$_py_rc" "$(basename "$1") ran (stderr: $(head -c 300 "$T/py.err"))"
+  _py_tab=$(printf '\t')
+  while IFS="$_py_tab" read -r desc expected actual; do
+    is "$expected" "$actual" "$desc"
+  done <"$T/results"
+}
 need_python() { [ -n "${PYTHON:-}" ] || skip_all "no python3 with numpy (configure found none)"; }

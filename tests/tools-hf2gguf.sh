@@ -286,13 +286,5 @@ for m in ("mini27", "minivk", "minitied"):
         check("fixture %s-%s.gguf re-converts byte-identically from %s.hf" % (m, typ, m), "True", str(same))
 EOF
 
-"$PYTHON" "$T/checks.py" "$top_srcdir/tools" "$T" "$FIX" >"$T/results" 2>"$T/py.err"
-rc=$?
-n=$(wc -l <"$T/results")
-plan $((n + 1))
-is 0 "$rc" "checks.py ran (stderr: $(head -c 300 "$T/py.err"))"
-tab=$(printf '\t')
-while IFS="$tab" read -r desc expected actual; do
-  is "$expected" "$actual" "$desc"
-done <"$T/results"
+py_checks "$T/checks.py" "$top_srcdir/tools" "$T" "$FIX"
 done_testing

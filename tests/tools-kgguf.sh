@@ -149,13 +149,5 @@ check("no output and no .tmp left after a failed write", "False False",
       "%s %s" % (os.path.exists(sys.argv[2] + "/partial.gguf"), os.path.exists(sys.argv[2] + "/partial.gguf.tmp")))
 EOF
 
-"$PYTHON" "$T/checks.py" "$top_srcdir/tools" "$T" >"$T/results" 2>"$T/py.err"
-rc=$?
-n=$(wc -l <"$T/results")
-plan $((n + 1))
-is 0 "$rc" "checks.py ran (stderr: $(head -c 300 "$T/py.err"))"
-tab=$(printf '\t')
-while IFS="$tab" read -r desc expected actual; do
-  is "$expected" "$actual" "$desc"
-done <"$T/results"
+py_checks "$T/checks.py" "$top_srcdir/tools" "$T"
 done_testing

@@ -195,13 +195,5 @@ for name in ("mini27", "minivk", "minitied"):
               "%s%s" % (e < TOL, "" if e < TOL else " %g" % e))
 PYEOF
 
-"$PYTHON" "$T/checks.py" "$top_srcdir/tools" "$FIX" "$T" >"$T/results" 2>"$T/py.err"
-rc=$?
-n=$(wc -l <"$T/results")
-plan $((n + 1))
-is 0 "$rc" "checks.py ran (stderr: $(head -c 300 "$T/py.err"))"
-tab=$(printf '\t')
-while IFS="$tab" read -r desc expected actual; do
-  is "$expected" "$actual" "$desc"
-done <"$T/results"
+py_checks "$T/checks.py" "$top_srcdir/tools" "$FIX" "$T"
 done_testing

@@ -152,7 +152,7 @@ EOF_PERF
             --case mini27-f32-oracle --case minivk-f32-oracle --case minitied-q4_0-oracle --case mini27-q8_0-oracle \
             > /tmp/sanitizer-suite.log 2>&1
         rc=$?
-        note "- kestrel-eval run --tag accuracy: rc $rc; $(grep -c 'ERROR SUMMARY: 0 errors' /tmp/sanitizer-suite.log) clean summaries, $(grep -E 'ERROR SUMMARY: [1-9]' /tmp/sanitizer-suite.log | head -3 | tr '\n' ' ')"
+        note "- kestrel-eval run (4 oracle cases of cuda-check.yaml): rc $rc; $(grep -c 'ERROR SUMMARY: 0 errors' /tmp/sanitizer-suite.log) clean summaries, $(grep -E 'ERROR SUMMARY: [1-9]' /tmp/sanitizer-suite.log | head -3 | tr '\n' ' ')"
         { echo "==== kestrel-eval run under memcheck"; tail -n 80 /tmp/sanitizer-suite.log; } >> "$OUT/sanitizer.log"
         tail -5 /tmp/sanitizer-suite.log | tee -a "$REPORT"
         [ $rc -eq 0 ] || all=1

@@ -92,7 +92,7 @@ sys.exit(1 if bad else 0)
 PY
     ;;
   report)
-    rid=$("$KE" query "SELECT max(id) AS id FROM runs WHERE label LIKE 'perf-h200%'" --db "$DB" --format csv | tail -1)
+    rid=$("$KE" query "SELECT max(id) AS id FROM runs WHERE label LIKE 'perf-h200%'" --db "$DB" --format csv | tail -1 | tr -d '\r')  # CSV lines end in CRLF
     case $rid in ''|*[!0-9]*) rid=latest ;; esac
     step report "$KE" report "$rid" --db "$DB"
     "$KE" report "$rid" --db "$DB" --format md -o "$OUT/perf-report.md" >/dev/null 2>&1

@@ -790,8 +790,12 @@ int cmd_ab(int argc, char **argv) {
         f->kind = kinds[k];
         f->name = refs[k]->name;
         f->path = refs[k]->path;
-        if (stat(f->path, &f->st) != 0 || sha256_file(f->path, f->sha, err, sizeof err)) {
+        if (stat(f->path, &f->st) != 0) {
             cli_error("%s: %s '%s': %s", s->path, kinds[k], f->name, strerror(errno));
+            goto cleanup;
+        }
+        if (sha256_file(f->path, f->sha, err, sizeof err)) { /* err has the reason; errno may not */
+            cli_error("%s: %s '%s': %s", s->path, kinds[k], f->name, err);
             goto cleanup;
         }
         n_files++;
@@ -801,8 +805,12 @@ int cmd_ab(int argc, char **argv) {
         f->kind = "prompts";
         f->name = c->prompts->name;
         f->path = c->prompts->path;
-        if (stat(f->path, &f->st) != 0 || sha256_file(f->path, f->sha, err, sizeof err)) {
+        if (stat(f->path, &f->st) != 0) {
             cli_error("%s: prompts '%s': %s", s->path, f->name, strerror(errno));
+            goto cleanup;
+        }
+        if (sha256_file(f->path, f->sha, err, sizeof err)) {
+            cli_error("%s: prompts '%s': %s", s->path, f->name, err);
             goto cleanup;
         }
         n_files++;

@@ -268,12 +268,13 @@ static int write_file_atomic(const char *path, const void *data, size_t n) {
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        fd = -1;
-        cli_error("%s: write error: %s", path, strerror(errno));
+    int sync_failed = fsync(fd) != 0, sync_errno = errno; /* close even when fsync failed */
+    int close_failed = close(fd) != 0;
+    fd = -1;
+    if (sync_failed || close_failed) {
+        cli_error("%s: write error: %s", path, strerror(sync_failed ? sync_errno : errno));
         goto cleanup;
     }
-    fd = -1;
     if (rename(tmp, path) != 0) {
         cli_error("%s: cannot rename into place: %s", path, strerror(errno));
         goto cleanup;

@@ -199,24 +199,33 @@ static int ends_with(const char *s, const char *suffix) {
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+/* Open path read-only and check it is a regular file; its stat in *st. The fd, or -1 (err set). */
+static int open_regular(const char *path, struct stat *st, char *err, size_t err_len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, err_len, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, st) != 0) {
+        set_err(err, err_len, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode)) {
+        set_err(err, err_len, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* Read a whole (compressed) file into a malloc'd buffer. */
 static int slurp(const char *path, uint8_t **out, size_t *out_n, char *err, size_t err_len) {
     int ret = -1;
     uint8_t *buf = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        set_err(err, err_len, "%s: cannot open: %s", path, strerror(errno));
-        goto cleanup;
-    }
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        set_err(err, err_len, "%s: cannot stat: %s", path, strerror(errno));
-        goto cleanup;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        set_err(err, err_len, "%s: not a regular file", path);
-        goto cleanup;
-    }
+    int fd = open_regular(path, &st, err, err_len);
+    if (fd < 0) goto cleanup;
     size_t n = (size_t)st.st_size;
     buf = malloc(n ? n : 1);
     if (!buf) {
@@ -333,20 +342,9 @@ cleanup:
 
 static int map_file(const char *path, const uint8_t **out, uint64_t *out_n, char *err, size_t err_len) {
     int ret = -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        set_err(err, err_len, "%s: cannot open: %s", path, strerror(errno));
-        goto cleanup;
-    }
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        set_err(err, err_len, "%s: cannot stat: %s", path, strerror(errno));
-        goto cleanup;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        set_err(err, err_len, "%s: not a regular file", path);
-        goto cleanup;
-    }
+    int fd = open_regular(path, &st, err, err_len);
+    if (fd < 0) goto cleanup;
     if (st.st_size < 4) {
         set_err(err, err_len, "%s: not a GGUF file (%lld bytes, too short for the magic)", path,
                 (long long)st.st_size);

@@ -226,10 +226,11 @@ static kestrel_engine *open_ok(const char *path, const char *opts) {
     return e;
 }
 
-/* Run tokens (T,) teacher-forced with ALL_LOGITS | CAPTURE; logits: (T, V). */
+/* Run tokens (T,) teacher-forced with ALL_LOGITS | CAPTURE; logits: (T, V). A failure is a
+ * failed test point (the plan is printed at the end: the checks it skips would go unnoticed). */
 static int run_all(kestrel_engine *e, const int32_t *tokens, int T, float *logits) {
     if (api->forward(e, tokens, T, KESTREL_FWD_ALL_LOGITS | KESTREL_FWD_CAPTURE, logits, NULL) != 0) {
-        printf("# forward: %s\n", api->last_error(e));
+        ok(0, "forward of %d tokens: %s", T, api->last_error(e));
         return -1;
     }
     return 0;
@@ -291,7 +292,7 @@ static void test_f32_model(const char *path) {
     int am_ok = 1;
     for (int t = 0; t < T; t++) {
         if (api->forward(e2, &seq[t], 1, KESTREL_FWD_CAPTURE, c + (size_t)t * V, &am1) != 0) {
-            printf("# forward: %s\n", api->last_error(e2));
+            ok(0, "one-token forward at position %d: %s", t, api->last_error(e2));
             goto cleanup;
         }
         if (t == 7) rb_ok &= api->readback(e2, "h", 2, 0, h1, D, &n) == 0;
@@ -306,7 +307,10 @@ static void test_f32_model(const char *path) {
     /* argmax of the T-token call */
     int32_t amT[T];
     api->reset(e);
-    if (api->forward(e, seq, T, KESTREL_FWD_ALL_LOGITS, NULL, amT) != 0) goto cleanup;
+    if (api->forward(e, seq, T, KESTREL_FWD_ALL_LOGITS, NULL, amT) != 0) {
+        ok(0, "forward with argmax only: %s", api->last_error(e));
+        goto cleanup;
+    }
     for (int t = 0; t < T; t++) {
         int best = 0;
         for (int i = 1; i < V; i++) if (a[(size_t)t * V + i] > a[(size_t)t * V + best]) best = i;
@@ -379,7 +383,10 @@ static void test_f32_model(const char *path) {
     api->readback(e, "S", 0, 2, NULL, 0, &n);
     is_str("readback 'S': state is only kept after the last token (pos -1 or 4), not 2", api->last_error(e),
            "readback state at an earlier position");
-    if (api->forward(e, seq, 1, 0, NULL, NULL) != 0) goto cleanup;
+    if (api->forward(e, seq, 1, 0, NULL, NULL) != 0) {
+        ok(0, "forward without CAPTURE: %s", api->last_error(e));
+        goto cleanup;
+    }
     ok(api->readback(e, "hfinal", 0, 0, NULL, 0, &n) != 0, "readback hfinal without CAPTURE fails");
 
     /* forward errors change nothing: bad token, then context overflow, then replay */
