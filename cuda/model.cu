@@ -18,9 +18,8 @@ void kc_set_cuda_err(kc_model *m, cudaError_t e, const char *what, const char *f
                      const char *func)
 {
     const char *base = strrchr(file, '/');
-    (void)what;
-    snprintf(m->err, sizeof m->err, "%s (%s) at %s:%d in %s", cudaGetErrorName(e), cudaGetErrorString(e),
-             base ? base + 1 : file, line, func);
+    snprintf(m->err, sizeof m->err, "%s (%s) at %s:%d in %s: %s", cudaGetErrorName(e), cudaGetErrorString(e),
+             base ? base + 1 : file, line, func, what ? what : "?");
     (void)cudaGetLastError(); /* clear a sticky-free launch error so later calls are not blamed */
 }
 
