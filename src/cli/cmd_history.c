@@ -24,11 +24,6 @@ typedef struct hpoint {
     double value;
 } hpoint;
 
-static char *dup_col(sqlite3_stmt *st, int i) {
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? xstrdup((const char *)t) : NULL;
-}
-
 /* Unicode sparkline of v (n,), NaN shown as a space. */
 static void sparkline(FILE *f, const hpoint *p, int n) {
     static const char *bars[] = {"\u2581", "\u2582", "\u2583", "\u2584", "\u2585", "\u2586", "\u2587", "\u2588"};
@@ -111,15 +106,15 @@ int cmd_history(int argc, char **argv) {
             pts = xrealloc(pts, sizeof(hpoint) * (size_t)cap);
         }
         hpoint *p = &pts[n++];
-        p->case_name = dup_col(st, 0);
-        p->metric = dup_col(st, 1);
+        p->case_name = store_col_dup(st, 0);
+        p->metric = store_col_dup(st, 1);
         p->run_id = sqlite3_column_int64(st, 2);
-        p->started_at = dup_col(st, 3);
-        p->engine = dup_col(st, 4);
+        p->started_at = store_col_dup(st, 3);
+        p->engine = store_col_dup(st, 4);
         p->has_value = sqlite3_column_type(st, 5) != SQLITE_NULL;
         p->value = p->has_value ? sqlite3_column_double(st, 5) : NAN;
-        p->unit = dup_col(st, 6);
-        p->status = dup_col(st, 7);
+        p->unit = store_col_dup(st, 6);
+        p->status = store_col_dup(st, 7);
     }
     if (rc != SQLITE_DONE) {
         cli_error("%s: %s", db_path, sqlite3_errmsg(db));

@@ -43,11 +43,6 @@ typedef struct crow {
     mrow *m; int nm;
 } crow;
 
-static char *col_dup(sqlite3_stmt *st, int i) {
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return t ? xstrdup((const char *)t) : NULL;
-}
-
 static void crows_free(crow *c, int n) {
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < c[i].nm; j++) {
@@ -87,11 +82,11 @@ static int load_cases(sqlite3 *db, int64_t run_id, crow **out, int *n_out, char 
         crow *r = &c[n++];
         memset(r, 0, sizeof(*r));
         r->id = sqlite3_column_int64(st, 0);
-        r->name = col_dup(st, 1);
-        r->kind = col_dup(st, 2);
-        r->status = col_dup(st, 3);
-        r->error = col_dup(st, 4);
-        r->params = col_dup(st, 5);
+        r->name = store_col_dup(st, 1);
+        r->kind = store_col_dup(st, 2);
+        r->status = store_col_dup(st, 3);
+        r->error = store_col_dup(st, 4);
+        r->params = store_col_dup(st, 5);
         sqlite3_reset(sm);
         sqlite3_bind_int64(sm, 1, r->id);
         int mcap = 0, rm;
@@ -101,11 +96,11 @@ static int load_cases(sqlite3 *db, int64_t run_id, crow **out, int *n_out, char 
                 r->m = xrealloc(r->m, sizeof(mrow) * (size_t)mcap);
             }
             mrow *m = &r->m[r->nm++];
-            m->name = col_dup(sm, 0);
+            m->name = store_col_dup(sm, 0);
             m->has_value = sqlite3_column_type(sm, 1) != SQLITE_NULL;
             m->value = m->has_value ? sqlite3_column_double(sm, 1) : NAN;
-            m->text = col_dup(sm, 2);
-            m->gate = col_dup(sm, 3);
+            m->text = store_col_dup(sm, 2);
+            m->gate = store_col_dup(sm, 3);
             m->gate_pass = sqlite3_column_type(sm, 4) == SQLITE_NULL ? -1 : sqlite3_column_int(sm, 4);
         }
         if (rm != SQLITE_DONE) {
@@ -203,7 +198,7 @@ static char **load_names(sqlite3 *db, const char *sql, int64_t a, int64_t b, int
                 cap = cap ? 2 * cap : 8;
                 names = xrealloc(names, sizeof(char *) * (size_t)cap);
             }
-            names[n++] = col_dup(st, 0);
+            names[n++] = store_col_dup(st, 0);
         }
     }
     sqlite3_finalize(st);
@@ -571,8 +566,8 @@ static void load_kernels(sqlite3 *db, cr_result *r) {
     while (sqlite3_step(st) == SQLITE_ROW) {
         r->kernels = xrealloc(r->kernels, sizeof(cr_kernel) * (size_t)(r->n_kernels + 1));
         cr_kernel *k = &r->kernels[r->n_kernels++];
-        k->case_name = col_dup(st, 0);
-        k->kernel = col_dup(st, 1);
+        k->case_name = store_col_dup(st, 0);
+        k->kernel = store_col_dup(st, 1);
         k->calls = sqlite3_column_int64(st, 2);
         k->total_ms = sqlite3_column_double(st, 3);
         k->ms_per_step = sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
@@ -617,7 +612,7 @@ int cr_default_baseline(sqlite3 *db, int64_t run_id, int64_t *base_run_id, char 
     char *path = NULL;
     if (sqlite3_prepare_v2(db, "SELECT suite_path FROM runs WHERE id = ?", -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, run_id);
-        if (sqlite3_step(st) == SQLITE_ROW) path = col_dup(st, 0);
+        if (sqlite3_step(st) == SQLITE_ROW) path = store_col_dup(st, 0);
     }
     sqlite3_finalize(st);
     if (!path) return 0;
@@ -659,11 +654,11 @@ int compare_runs(sqlite3 *db, int64_t run_id, int64_t base_run_id, const char *a
         snprintf(err, err_len, "no run %lld", (long long)run_id);
         goto cleanup;
     }
-    out->suite = col_dup(st, 0);
-    out->started_at = col_dup(st, 1);
-    out->status = col_dup(st, 2);
-    out->engine_sha256 = col_dup(st, 3);
-    out->base_started_at = col_dup(st, 4);
+    out->suite = store_col_dup(st, 0);
+    out->started_at = store_col_dup(st, 1);
+    out->status = store_col_dup(st, 2);
+    out->engine_sha256 = store_col_dup(st, 3);
+    out->base_started_at = store_col_dup(st, 4);
     if (load_cases(db, run_id, &cur, &n_cur, err, err_len) != 0) goto cleanup;
     if (base_run_id && load_cases(db, base_run_id, &base, &n_base, err, err_len) != 0) goto cleanup;
 

@@ -459,3 +459,8 @@ cleanup:
     sqlite3_finalize(st);
     return ret;
 }
+
+char *store_col_dup(sqlite3_stmt *st, int i) {
+    const unsigned char *t = sqlite3_column_text(st, i);
+    return t ? xstrdup((const char *)t) : NULL;
+}

@@ -32,6 +32,9 @@ int store_put_output(sqlite3 *db, int64_t case_id, const char *name, const char 
 int store_get_output(sqlite3 *db, int64_t case_id, const char *name, void **data, size_t *n_elements,
                      char dtype_out[8], char *err, size_t err_len);
 
+/* Column i of the current row as a malloc'd string (sqlite's text form), NULL for SQL NULL. */
+char *store_col_dup(sqlite3_stmt *st, int i);
+
 /* Run a statement with no result rows; err gets sqlite's message. */
 int store_exec(sqlite3 *db, const char *sql, char *err, size_t err_len);
 
