@@ -9,6 +9,11 @@
  * vram_limit=BYTES (allocator refuses beyond it: tests out-of-memory),
  * delta=auto|generic|reg, gemv=reg|pipe (q4_0 GEMV: register prefetch (default) or cp.async),
  * gemv_rpw=0|1|2|4 (rows per warp of the q4_0 GEMVs, 0 = by rows; for A/B),
+ * dot=q8|f32 (q4_0 GEMVs: activations quantised to 8 bits per block of 32 and integer dot
+ * products (default), or f32 activations with exact float dots), gemv_unroll=0|1|2|4 (q8 GEMV
+ * blocks per lane loaded before use, 0 = by rows; for A/B), pdl=0|1 (programmatic dependent
+ * launch of the step's kernels, default 1), gemv_prefetch=0|1 (q8 GEMVs L2-prefetch their first
+ * weights before waiting on the previous kernel, default 0),
  * threads=N (accepted for suite compatibility, unused).
  * Everything but kestrel_engine_entry has hidden visibility.
  */
@@ -51,7 +56,7 @@ struct kestrel_engine {
 };
 
 typedef struct kc_opts {
-    int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind;
+    int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -87,6 +92,10 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->delta = -1;
     o->gemv_rpw = 0;
     o->gemv_kind = 0;
+    o->dot_q8 = 1;
+    o->pdl = 1;
+    o->gemv_prefetch = 0;
+    o->gemv_unroll = 0;
     o->vram_limit = 0;
     if (!options || !*options) return 0;
     dup = strdup(options);
@@ -122,6 +131,15 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
             }
             continue;
         }
+        if (!strcmp(kv, "dot")) {
+            if (!strcmp(val, "q8")) o->dot_q8 = 1;
+            else if (!strcmp(val, "f32")) o->dot_q8 = 0;
+            else {
+                fmt_err(err, err_len, "options: dot=%s: expected q8 or f32", val);
+                goto cleanup;
+            }
+            continue;
+        }
         if (parse_u64(val, &v)) {
             fmt_err(err, err_len, "options: %s=%s: expected a non-negative integer", kv, val);
             goto cleanup;
@@ -129,13 +147,16 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         if (!strcmp(kv, "device")) o->device = (int)v;
         else if (!strcmp(kv, "graph") && v <= 1) o->graph = (int)v;
         else if (!strcmp(kv, "profile") && v <= 1) o->profile = (int)v;
+        else if (!strcmp(kv, "pdl") && v <= 1) o->pdl = (int)v;
+        else if (!strcmp(kv, "gemv_prefetch") && v <= 1) o->gemv_prefetch = (int)v;
         else if (!strcmp(kv, "ctx") && v >= 1 && v <= 0x7fffffff) o->ctx = (int)v;
         else if (!strcmp(kv, "vram_limit")) o->vram_limit = v;
         else if (!strcmp(kv, "gemv_rpw") && (v == 0 || v == 1 || v == 2 || v == 4)) o->gemv_rpw = (int)v;
+        else if (!strcmp(kv, "gemv_unroll") && (v == 0 || v == 1 || v == 2 || v == 4)) o->gemv_unroll = (int)v;
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
-            fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1, "
-                                  "ctx, vram_limit, delta, gemv=reg|pipe, gemv_rpw=0|1|2|4, threads)", kv, val);
+            fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1, pdl=0|1, "
+                                  "ctx, vram_limit, delta, dot=q8|f32, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -416,6 +437,10 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->vram_limit = o.vram_limit;
     e->m->gemv_rpw = o.gemv_rpw;
     e->m->gemv_kind = o.gemv_kind;
+    e->m->dot_q8 = o.dot_q8;
+    e->m->pdl = o.pdl;
+    e->m->gemv_prefetch = o.gemv_prefetch;
+    e->m->gemv_unroll = o.gemv_unroll;
     if (gguf_open(model_path, &f, err, err_len)) goto cleanup;
     ld.f = f;
     ld.m = e->m;

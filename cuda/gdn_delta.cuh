@@ -51,6 +51,7 @@ __global__ void delta_step_kernel(float *__restrict__ S, const float *__restrict
                                   const float *__restrict__ g, const float *__restrict__ beta,
                                   float *__restrict__ o, int kh, int kd, int vh, int vd)
 {
+    kc_pdl_begin();
     extern __shared__ float sh[];
     float *sq = sh, *sk = sh + kd;
     const int vi = blockIdx.x;

@@ -115,6 +115,7 @@ __global__ void __launch_bounds__(32 * Q4M_WARPS) matvec_q4m_kernel(const kc_mat
                                                                      const float *__restrict__ x, float *y0,
                                                                      float *y1, int accumulate)
 {
+    kc_pdl_begin();
     const int lane = threadIdx.x & 31;
     const int g0 = (W0.rows + R - 1) / R, ng = g0 + (W1.rows + R - 1) / R;
     for (int gg = blockIdx.x * Q4M_WARPS + (threadIdx.x >> 5); gg < ng; gg += gridDim.x * Q4M_WARPS) {
@@ -149,6 +150,7 @@ __global__ void __launch_bounds__(32 * Q4M_WARPS) matvec_swiglu_q4m_kernel(const
                                                                             const float *__restrict__ x,
                                                                             float *__restrict__ y)
 {
+    kc_pdl_begin();
     const int lane = threadIdx.x & 31;
     const int nsb = G.cols / 1024, ng = (G.rows + P - 1) / P;
     for (int g = blockIdx.x * Q4M_WARPS + (threadIdx.x >> 5); g < ng; g += gridDim.x * Q4M_WARPS) {
@@ -240,6 +242,7 @@ __global__ void __launch_bounds__(32 * Q4P_WARPS) matvec_q4p_kernel(const kc_mat
                                                                      const float *__restrict__ x, float *y0,
                                                                      float *y1, int accumulate)
 {
+    kc_pdl_begin();
     __shared__ uint4 ring[Q4P_WARPS][Q4P_STAGES * R * 2 * 32];
     const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
     int g = blockIdx.x * Q4P_WARPS + wi;
@@ -273,6 +276,7 @@ __global__ void __launch_bounds__(32 * Q4P_WARPS) matvec_swiglu_q4p_kernel(const
                                                                             const float *__restrict__ x,
                                                                             float *__restrict__ y)
 {
+    kc_pdl_begin();
     __shared__ uint4 ring[Q4P_WARPS][Q4P_STAGES * 2 * 2 * 32];
     const int lane = threadIdx.x & 31, wi = threadIdx.x >> 5;
     const int r = blockIdx.x * Q4P_WARPS + wi;

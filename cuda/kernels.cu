@@ -21,6 +21,27 @@
 
 #include <string.h>
 
+static __thread int g_pdl; /* kc_set_pdl */
+void kc_set_pdl(int on) { g_pdl = on; }
+
+/* Launch a kernel of the decode step (every one starts with kc_pdl_begin): with the PDL
+ * attribute when kc_set_pdl(1). */
+template <typename... P, typename... A>
+static void kc_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, A... args)
+{
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = st;
+    cfg.attrs = at;
+    cfg.numAttrs = g_pdl ? 1 : 0;
+    (void)cudaLaunchKernelEx(&cfg, kernel, args...); /* the launcher returns cudaGetLastError() */
+}
+
 #define GGML_F32 0u
 #define GGML_F16 1u
 #define GGML_Q4_0 2u
@@ -57,7 +78,7 @@ uint64_t kc_mat_scale_bytes(uint32_t type, int64_t rows, int64_t cols)
     return 0;
 }
 
-int kc_mat_layout(uint32_t type, int64_t cols) { return type == GGML_Q4_0 && cols % 1024 == 0; }
+int kc_mat_layout(uint32_t type, int64_t cols, int dot_q8) { return type == GGML_Q4_0 && cols % 1024 == 0 && !dot_q8; }
 
 /* Repacking runs on the device (a 27B model has 25 G weights: too slow for one host thread).
  * One thread per ggml block: the scale, and for layout 0 the quant bytes. */
@@ -104,12 +125,13 @@ __global__ void repack_q4sb_kernel(const uint8_t *__restrict__ src, uint8_t *__r
     ((uint4 *)q)[t] = v;
 }
 
-cudaError_t kc_mat_repack_dev(uint32_t type, int64_t rows, int64_t cols, const void *src_dev, void *data_out,
-                              void *scale_out, cudaStream_t st)
+cudaError_t kc_mat_repack_dev(uint32_t type, int64_t rows, int64_t cols, int layout, const void *src_dev,
+                              void *data_out, void *scale_out, cudaStream_t st)
 {
     const uint64_t nblk = (uint64_t)rows * (uint64_t)(cols / 32);
-    const int qb = type == GGML_Q4_0 ? 16 : 32, sb = kc_mat_layout(type, cols);
+    const int qb = type == GGML_Q4_0 ? 16 : 32, sb = layout == 1;
     if (type != GGML_Q8_0 && type != GGML_Q4_0) return cudaErrorInvalidValue;
+    if (sb && (type != GGML_Q4_0 || cols % 1024)) return cudaErrorInvalidValue;
     repack_blocks_kernel<<<(unsigned)((nblk + 255) / 256), 256, 0, st>>>(
         (const uint8_t *)src_dev, (uint8_t *)data_out, (__half *)scale_out, nblk, qb, !sb, sb ? (int)(cols / 1024) : 0);
     cudaError_t e = cudaGetLastError();
@@ -276,6 +298,7 @@ template <uint32_t TYPE>
 __global__ void matvec_kernel(const kc_mat W, const float *__restrict__ x, float *__restrict__ y,
                               int accumulate)
 {
+    kc_pdl_begin();
     const int r = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (r >= W.rows) return;
@@ -287,6 +310,7 @@ template <uint32_t TYPE>
 __global__ void matvec2_kernel(const kc_mat W0, const kc_mat W1, const float *__restrict__ x,
                                float *__restrict__ y0, float *__restrict__ y1)
 {
+    kc_pdl_begin();
     int r = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (r < W0.rows) {
@@ -304,6 +328,7 @@ template <uint32_t TYPE>
 __global__ void matvec_swiglu_kernel(const kc_mat G, const kc_mat U, const float *__restrict__ x,
                                      float *__restrict__ y)
 {
+    kc_pdl_begin();
     const int r = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5);
     const int lane = threadIdx.x & 31;
     if (r >= G.rows) return;
@@ -355,6 +380,7 @@ __global__ void __launch_bounds__(ROWBLOCK_THREADS) matvec_rowblock_kernel(const
                                                                            const float *__restrict__ x, float *y0,
                                                                            float *y1, int accumulate)
 {
+    kc_pdl_begin();
     __shared__ float sh[32];
     const bool first = (int)blockIdx.x < W0.rows;
     const kc_mat W = first ? W0 : W1;
@@ -376,11 +402,11 @@ __global__ void __launch_bounds__(ROWBLOCK_THREADS) matvec_rowblock_kernel(const
 
 #define DISPATCH_TYPE(type, KERNEL, grid, block, smem, st, ...)                                   \
     switch (type) {                                                                               \
-    case GGML_F32: KERNEL<GGML_F32><<<grid, block, smem, st>>>(__VA_ARGS__); break;              \
-    case GGML_F16: KERNEL<GGML_F16><<<grid, block, smem, st>>>(__VA_ARGS__); break;              \
-    case GGML_BF16: KERNEL<GGML_BF16><<<grid, block, smem, st>>>(__VA_ARGS__); break;            \
-    case GGML_Q8_0: KERNEL<GGML_Q8_0><<<grid, block, smem, st>>>(__VA_ARGS__); break;            \
-    case GGML_Q4_0: KERNEL<GGML_Q4_0><<<grid, block, smem, st>>>(__VA_ARGS__); break;            \
+    case GGML_F32: kc_launch(KERNEL<GGML_F32>, grid, block, smem, st, __VA_ARGS__); break;              \
+    case GGML_F16: kc_launch(KERNEL<GGML_F16>, grid, block, smem, st, __VA_ARGS__); break;              \
+    case GGML_BF16: kc_launch(KERNEL<GGML_BF16>, grid, block, smem, st, __VA_ARGS__); break;            \
+    case GGML_Q8_0: kc_launch(KERNEL<GGML_Q8_0>, grid, block, smem, st, __VA_ARGS__); break;            \
+    case GGML_Q4_0: kc_launch(KERNEL<GGML_Q4_0>, grid, block, smem, st, __VA_ARGS__); break;            \
     default: return cudaErrorInvalidValue;                                                        \
     }
 
@@ -428,11 +454,11 @@ static int rowblock_path(const kc_mat *W) { return disp_type(W) != GGML_Q4_0_SB 
 
 #define ROWBLOCK_TYPE(type, grid, st, ...)                                                        \
     switch (type) {                                                                               \
-    case GGML_F32: matvec_rowblock_kernel<GGML_F32><<<grid, ROWBLOCK_THREADS, 0, st>>>(__VA_ARGS__); break;   \
-    case GGML_F16: matvec_rowblock_kernel<GGML_F16><<<grid, ROWBLOCK_THREADS, 0, st>>>(__VA_ARGS__); break;   \
-    case GGML_BF16: matvec_rowblock_kernel<GGML_BF16><<<grid, ROWBLOCK_THREADS, 0, st>>>(__VA_ARGS__); break; \
-    case GGML_Q8_0: matvec_rowblock_kernel<GGML_Q8_0><<<grid, ROWBLOCK_THREADS, 0, st>>>(__VA_ARGS__); break; \
-    case GGML_Q4_0: matvec_rowblock_kernel<GGML_Q4_0><<<grid, ROWBLOCK_THREADS, 0, st>>>(__VA_ARGS__); break; \
+    case GGML_F32: kc_launch(matvec_rowblock_kernel<GGML_F32>, grid, ROWBLOCK_THREADS, 0, st, __VA_ARGS__); break;   \
+    case GGML_F16: kc_launch(matvec_rowblock_kernel<GGML_F16>, grid, ROWBLOCK_THREADS, 0, st, __VA_ARGS__); break;   \
+    case GGML_BF16: kc_launch(matvec_rowblock_kernel<GGML_BF16>, grid, ROWBLOCK_THREADS, 0, st, __VA_ARGS__); break; \
+    case GGML_Q8_0: kc_launch(matvec_rowblock_kernel<GGML_Q8_0>, grid, ROWBLOCK_THREADS, 0, st, __VA_ARGS__); break; \
+    case GGML_Q4_0: kc_launch(matvec_rowblock_kernel<GGML_Q4_0>, grid, ROWBLOCK_THREADS, 0, st, __VA_ARGS__); break; \
     default: return cudaErrorInvalidValue;                                                        \
     }
 
@@ -448,15 +474,15 @@ static cudaError_t launch_gemv(const kc_mat *W0, const kc_mat *W1, const float *
         const int R = kc_gemv_rpw(W0);
         const int warps = (W0->rows + R - 1) / R + (B->rows + R - 1) / R;
         const int grid = (warps + Q4P_WARPS - 1) / Q4P_WARPS;
-        if (R == 2) matvec_q4p_kernel<2><<<grid, 32 * Q4P_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
-        else matvec_q4p_kernel<1><<<grid, 32 * Q4P_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
+        if (R == 2) kc_launch(matvec_q4p_kernel<2>, grid, 32 * Q4P_WARPS, 0, st, *W0, *B, x, y0, y1, accumulate);
+        else kc_launch(matvec_q4p_kernel<1>, grid, 32 * Q4P_WARPS, 0, st, *W0, *B, x, y0, y1, accumulate);
     } else if (disp_type(W0) == GGML_Q4_0_SB) {
         const int R = kc_gemv_rpw(W0);
         const int warps = (W0->rows + R - 1) / R + (B->rows + R - 1) / R;
         const int grid = q4m_grid(R == 4 ? 2 : R - 1, (warps + Q4M_WARPS - 1) / Q4M_WARPS);
-        if (R == 4) matvec_q4m_kernel<4><<<grid, 32 * Q4M_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
-        else if (R == 2) matvec_q4m_kernel<2><<<grid, 32 * Q4M_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
-        else matvec_q4m_kernel<1><<<grid, 32 * Q4M_WARPS, 0, st>>>(*W0, *B, x, y0, y1, accumulate);
+        if (R == 4) kc_launch(matvec_q4m_kernel<4>, grid, 32 * Q4M_WARPS, 0, st, *W0, *B, x, y0, y1, accumulate);
+        else if (R == 2) kc_launch(matvec_q4m_kernel<2>, grid, 32 * Q4M_WARPS, 0, st, *W0, *B, x, y0, y1, accumulate);
+        else kc_launch(matvec_q4m_kernel<1>, grid, 32 * Q4M_WARPS, 0, st, *W0, *B, x, y0, y1, accumulate);
     } else if (rowblock_path(W0)) {
         ROWBLOCK_TYPE(W0->type, rows, st, *W0, *B, x, y0, y1, accumulate);
     } else if (!W1) {
@@ -494,14 +520,14 @@ cudaError_t kc_matvec_swiglu(const kc_mat *G, const kc_mat *U, const float *x, f
         G->gemv != U->gemv)
         return cudaErrorInvalidValue;
     if (disp_type(G) == GGML_Q4_0_SB && G->gemv == 1) {
-        matvec_swiglu_q4p_kernel<<<(G->rows + Q4P_WARPS - 1) / Q4P_WARPS, 32 * Q4P_WARPS, 0, st>>>(*G, *U, x, y);
+        kc_launch(matvec_swiglu_q4p_kernel, (G->rows + Q4P_WARPS - 1) / Q4P_WARPS, 32 * Q4P_WARPS, 0, st, *G, *U, x, y);
         return cudaGetLastError();
     }
     if (disp_type(G) == GGML_Q4_0_SB) {
         const int P = kc_gemv_rpw(G) >= 4 ? 2 : 1; /* 2P row streams per warp */
         const int grid = q4m_grid(2 + P, ((G->rows + P - 1) / P + Q4M_WARPS - 1) / Q4M_WARPS);
-        if (P == 2) matvec_swiglu_q4m_kernel<2><<<grid, 32 * Q4M_WARPS, 0, st>>>(*G, *U, x, y);
-        else matvec_swiglu_q4m_kernel<1><<<grid, 32 * Q4M_WARPS, 0, st>>>(*G, *U, x, y);
+        if (P == 2) kc_launch(matvec_swiglu_q4m_kernel<2>, grid, 32 * Q4M_WARPS, 0, st, *G, *U, x, y);
+        else kc_launch(matvec_swiglu_q4m_kernel<1>, grid, 32 * Q4M_WARPS, 0, st, *G, *U, x, y);
         return cudaGetLastError();
     }
     const int grid = (G->rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
@@ -509,10 +535,82 @@ cudaError_t kc_matvec_swiglu(const kc_mat *G, const kc_mat *U, const float *x, f
     return cudaGetLastError();
 }
 
+/* ------------------------------------------------------------------ GEMV, 8-bit activations */
+
+#include "gemv_q8.cuh"
+
+cudaError_t kc_quantize_q8(const float *x, int n, kc_q8blk *xq, cudaStream_t st)
+{
+    if (n <= 0 || n % 32) return cudaErrorInvalidValue;
+    const int nblk = n / 32;
+    kc_launch(quantize_q8_kernel, (nblk + 7) / 8, 256, 0, st, x, xq, nblk);
+    return cudaGetLastError();
+}
+
+/* Rows per warp and blocks per lane in flight of the q8 GEMV: W->rpw / W->unroll when set, else by
+ * rows. Measured alone on the 27B shapes (cuda/bench_gemv, PERF-NOTES v6): R = U = 1 is best or
+ * within noise for every matrix up to 17408 rows (the down projection: R=1 17.6 us, R=2 21.8,
+ * R=4 22.8-43), R = U = 2 for the 248320-row lm_head (166 vs 182 us). */
+static int q8_rpw(const kc_mat *W)
+{
+    if (W->rpw == 1 || W->rpw == 2 || W->rpw == 4) return W->rpw;
+    return W->rows > 65536 ? 2 : 1;
+}
+static int q8_unroll(const kc_mat *W)
+{
+    if (W->unroll == 1 || W->unroll == 2 || W->unroll == 4) return W->unroll;
+    return W->rows > 65536 ? 2 : 1;
+}
+
+#define Q8_DISPATCH_U(KERNEL, R, U, grid, st, ...)                                               \
+    do {                                                                                          \
+        if ((U) == 4) kc_launch(KERNEL<R, 4>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__);               \
+        else if ((U) == 1) kc_launch(KERNEL<R, 1>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__);          \
+        else kc_launch(KERNEL<R, 2>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__);                         \
+    } while (0)
+
+cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const kc_q8blk *xq, int accumulate,
+                         cudaStream_t st)
+{
+    if (n < 1 || n > KC_Q8_MATS) return cudaErrorInvalidValue;
+    q8_job job;
+    memset(&job, 0, sizeof job);
+    const int R = q8_rpw(W[0]), U = q8_unroll(W[0]);
+    for (int i = 0; i < n; i++) {
+        if (W[i]->type != GGML_Q4_0 || W[i]->layout != 0 || W[i]->cols != W[0]->cols || W[i]->rows < 1)
+            return cudaErrorInvalidValue;
+        job.W[i] = *W[i];
+        job.y[i] = y[i];
+        job.gstart[i + 1] = job.gstart[i] + (W[i]->rows + R - 1) / R;
+    }
+    for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
+    job.n = n;
+    job.accumulate = accumulate;
+    job.prefetch = W[0]->prefetch;
+    const int grid = (job.gstart[n] + Q8M_WARPS - 1) / Q8M_WARPS;
+    if (R == 4) Q8_DISPATCH_U(matvec_q8_kernel, 4, U, grid, st, job, xq);
+    else if (R == 1) Q8_DISPATCH_U(matvec_q8_kernel, 1, U, grid, st, job, xq);
+    else Q8_DISPATCH_U(matvec_q8_kernel, 2, U, grid, st, job, xq);
+    return cudaGetLastError();
+}
+
+cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk *xq, float *y, cudaStream_t st)
+{
+    if (G->type != GGML_Q4_0 || U->type != GGML_Q4_0 || G->layout != 0 || U->layout != 0 || G->cols != U->cols ||
+        G->rows != U->rows)
+        return cudaErrorInvalidValue;
+    const int P = q8_rpw(G) >= 2 ? 2 : 1, UN = q8_unroll(G); /* 2P row streams per warp */
+    const int grid = ((G->rows + P - 1) / P + Q8M_WARPS - 1) / Q8M_WARPS;
+    if (P == 2) Q8_DISPATCH_U(matvec_swiglu_q8_kernel, 2, UN, grid, st, *G, *U, xq, y);
+    else Q8_DISPATCH_U(matvec_swiglu_q8_kernel, 1, UN, grid, st, *G, *U, xq, y);
+    return cudaGetLastError();
+}
+
 /* ------------------------------------------------------------------ embedding */
 
 __global__ void embed_kernel(const kc_mat E, const int32_t *__restrict__ tok, float *__restrict__ y)
 {
+    kc_pdl_begin();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= E.cols) return;
     int r = *tok;
@@ -544,7 +642,7 @@ __global__ void embed_kernel(const kc_mat E, const int32_t *__restrict__ tok, fl
 
 cudaError_t kc_embed(const kc_mat *E, const int32_t *tok, float *y, cudaStream_t st)
 {
-    embed_kernel<<<(E->cols + 255) / 256, 256, 0, st>>>(*E, tok, y);
+    kc_launch(embed_kernel, (E->cols + 255) / 256, 256, 0, st, *E, tok, y);
     return cudaGetLastError();
 }
 
@@ -563,9 +661,12 @@ __device__ float block_sum(float v, float *sh)
     return t;
 }
 
+/* yq != NULL (n % 32 == 0, blockDim % 32 == 0): y is also quantised (quantize_q8): the warp's 32
+ * consecutive outputs of each pass of the second loop are one block */
 __global__ void rmsnorm_kernel(const float *x, int xs, const float *__restrict__ w, float *y, int ys,
-                               int n, float eps)
+                               int n, float eps, kc_q8blk *yq)
 {
+    kc_pdl_begin();
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * xs;
     float *yr = y + (size_t)blockIdx.x * ys;
@@ -573,7 +674,11 @@ __global__ void rmsnorm_kernel(const float *x, int xs, const float *__restrict__
     for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xr[i] * xr[i];
     ss = block_sum(ss, sh);
     const float inv = rsqrtf(ss / (float)n + eps);
-    for (int i = threadIdx.x; i < n; i += blockDim.x) yr[i] = xr[i] * inv * w[i];
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const float v = xr[i] * inv * w[i];
+        yr[i] = v;
+        if (yq) q8_quantize_warp(v, yq + (size_t)blockIdx.x * (n / 32) + i / 32);
+    }
 }
 
 static int norm_threads(int n) { return n >= 1024 ? 1024 : ((n + 31) / 32) * 32; }
@@ -581,12 +686,20 @@ static int norm_threads(int n) { return n >= 1024 ? 1024 : ((n + 31) / 32) * 32;
 cudaError_t kc_rmsnorm(const float *x, int xs, const float *w, float *y, int ys, int rows, int n,
                        float eps, cudaStream_t st)
 {
-    rmsnorm_kernel<<<rows, norm_threads(n), 0, st>>>(x, xs, w, y, ys, n, eps);
+    kc_launch(rmsnorm_kernel, rows, norm_threads(n), 0, st, x, xs, w, y, ys, n, eps, (kc_q8blk *)NULL);
+    return cudaGetLastError();
+}
+
+cudaError_t kc_rmsnorm_q8(const float *x, const float *w, float *y, kc_q8blk *yq, int n, float eps, cudaStream_t st)
+{
+    if (n <= 0 || n % 32) return cudaErrorInvalidValue;
+    kc_launch(rmsnorm_kernel, 1, norm_threads(n), 0, st, x, n, w, y, n, n, eps, yq);
     return cudaGetLastError();
 }
 
 __global__ void l2norm_kernel(const float *x, float *y, int d, float scale)
 {
+    kc_pdl_begin();
     __shared__ float sh[32];
     const float *xr = x + (size_t)blockIdx.x * d;
     float *yr = y + (size_t)blockIdx.x * d;
@@ -599,13 +712,16 @@ __global__ void l2norm_kernel(const float *x, float *y, int d, float scale)
 
 cudaError_t kc_l2norm(const float *x, float *y, int nh, int d, float scale, cudaStream_t st)
 {
-    l2norm_kernel<<<nh, norm_threads(d), 0, st>>>(x, y, d, scale);
+    kc_launch(l2norm_kernel, nh, norm_threads(d), 0, st, x, y, d, scale);
     return cudaGetLastError();
 }
 
+/* yq != NULL (vd % 32 == 0): y also quantised, block (h*vd + i)/32 from the warp holding i..i+31 */
 __global__ void gated_rmsnorm_kernel(const float *__restrict__ o, const float *__restrict__ z,
-                                     const float *__restrict__ w, float *__restrict__ y, int vd, float eps)
+                                     const float *__restrict__ w, float *__restrict__ y, int vd, float eps,
+                                     kc_q8blk *yq)
 {
+    kc_pdl_begin();
     __shared__ float sh[32];
     const size_t base = (size_t)blockIdx.x * vd;
     float ss = 0.0f;
@@ -614,14 +730,24 @@ __global__ void gated_rmsnorm_kernel(const float *__restrict__ o, const float *_
     const float inv = rsqrtf(ss / (float)vd + eps);
     for (int i = threadIdx.x; i < vd; i += blockDim.x) {
         const float zz = z[base + i];
-        y[base + i] = w[i] * (o[base + i] * inv) * (zz / (1.0f + expf(-zz)));
+        const float v = w[i] * (o[base + i] * inv) * (zz / (1.0f + expf(-zz)));
+        y[base + i] = v;
+        if (yq) q8_quantize_warp(v, yq + (base + i) / 32);
     }
 }
 
 cudaError_t kc_gated_rmsnorm(const float *o, const float *z, const float *w, float *y, int vh, int vd,
                              float eps, cudaStream_t st)
 {
-    gated_rmsnorm_kernel<<<vh, norm_threads(vd), 0, st>>>(o, z, w, y, vd, eps);
+    kc_launch(gated_rmsnorm_kernel, vh, norm_threads(vd), 0, st, o, z, w, y, vd, eps, (kc_q8blk *)NULL);
+    return cudaGetLastError();
+}
+
+cudaError_t kc_gated_rmsnorm_q8(const float *o, const float *z, const float *w, float *y, kc_q8blk *yq, int vh,
+                                int vd, float eps, cudaStream_t st)
+{
+    if (vd <= 0 || vd % 32) return cudaErrorInvalidValue;
+    kc_launch(gated_rmsnorm_kernel, vh, norm_threads(vd), 0, st, o, z, w, y, vd, eps, yq);
     return cudaGetLastError();
 }
 
@@ -640,6 +766,7 @@ __device__ __forceinline__ void beta_g_one(const float *b, const float *a, const
 __global__ void gdn_beta_g_kernel(const float *b, const float *a, const float *ssm_a,
                                   const float *dt_bias, float *beta, float *g, int vh)
 {
+    kc_pdl_begin();
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= vh) return;
     beta_g_one(b, a, ssm_a, dt_bias, beta, g, i);
@@ -648,7 +775,7 @@ __global__ void gdn_beta_g_kernel(const float *b, const float *a, const float *s
 cudaError_t kc_gdn_beta_g(const float *b, const float *a, const float *ssm_a, const float *dt_bias,
                           float *beta, float *g, int vh, cudaStream_t st)
 {
-    gdn_beta_g_kernel<<<(vh + 127) / 128, 128, 0, st>>>(b, a, ssm_a, dt_bias, beta, g, vh);
+    kc_launch(gdn_beta_g_kernel, (vh + 127) / 128, 128, 0, st, b, a, ssm_a, dt_bias, beta, g, vh);
     return cudaGetLastError();
 }
 
@@ -672,6 +799,7 @@ __device__ __forceinline__ float conv_channel(const float *__restrict__ x, float
 __global__ void conv_step_kernel(const float *__restrict__ x, float *__restrict__ hist,
                                  const float *__restrict__ w, float *__restrict__ y, int C, int K)
 {
+    kc_pdl_begin();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
     conv_channel(x, hist, w, y, C, K, c);
@@ -680,7 +808,7 @@ __global__ void conv_step_kernel(const float *__restrict__ x, float *__restrict_
 cudaError_t kc_conv_step(const float *x, float *hist, const float *w, float *y, int C, int K,
                          cudaStream_t st)
 {
-    conv_step_kernel<<<(C + 255) / 256, 256, 0, st>>>(x, hist, w, y, C, K);
+    kc_launch(conv_step_kernel, (C + 255) / 256, 256, 0, st, x, hist, w, y, C, K);
     return cudaGetLastError();
 }
 
@@ -698,6 +826,7 @@ __global__ void gdn_prep_kernel(const float *__restrict__ x, float *__restrict__
                                 const float *__restrict__ dt_bias, float *__restrict__ beta, float *__restrict__ g,
                                 int vh)
 {
+    kc_pdl_begin();
     __shared__ float sh[32];
     const int T = blockDim.x, blk = blockIdx.x;
     const int nqk = 2 * kh, nv = (C - nqk * kd + T - 1) / T;
@@ -728,7 +857,7 @@ cudaError_t kc_gdn_prep(const float *x, float *hist, const float *w, float *y, i
     const int T = norm_threads(kd);
     if (C < 2 * kh * kd) return cudaErrorInvalidValue;
     const int grid = 2 * kh + (C - 2 * kh * kd + T - 1) / T + (vh + T - 1) / T;
-    gdn_prep_kernel<<<grid, T, 0, st>>>(x, hist, w, y, C, K, kh, kd, qscale, qn, kn, b, a, ssm_a, dt_bias, beta,
+    kc_launch(gdn_prep_kernel, grid, T, 0, st, x, hist, w, y, C, K, kh, kd, qscale, qn, kn, b, a, ssm_a, dt_bias, beta,
                                         g, vh);
     return cudaGetLastError();
 }
@@ -742,9 +871,9 @@ cudaError_t kc_delta_step(float *S, const float *q, const float *k, const float 
     if (variant == 1 && !reg_ok) return cudaErrorInvalidValue;
     const size_t smem = 2 * (size_t)kd * sizeof(float);
     if (variant == 1)
-        delta_step_kernel<128><<<vh, 128, smem, st>>>(S, q, k, v, g, beta, o, kh, kd, vh, vd);
+        kc_launch(delta_step_kernel<128>, vh, 128, smem, st, S, q, k, v, g, beta, o, kh, kd, vh, vd);
     else
-        delta_step_kernel<0><<<vh, vd < 256 ? ((vd + 31) / 32) * 32 : 256, smem, st>>>(
+        kc_launch(delta_step_kernel<0>, vh, vd < 256 ? ((vd + 31) / 32) * 32 : 256, smem, st, 
             S, q, k, v, g, beta, o, kh, kd, vh, vd);
     return cudaGetLastError();
 }
@@ -753,6 +882,7 @@ cudaError_t kc_delta_step(float *S, const float *q, const float *k, const float 
 
 __global__ void rope_neox_kernel(float *x, int hd, int rd, float base, const int32_t *__restrict__ pos)
 {
+    kc_pdl_begin();
     const int h = blockIdx.x, i = threadIdx.x, half = rd / 2;
     if (i >= half) return;
     /* inv_freq as HF (and the CPU twin) compute it: base^(-2i/rd) rounded once to f32 */
@@ -769,13 +899,14 @@ __global__ void rope_neox_kernel(float *x, int hd, int rd, float base, const int
 cudaError_t kc_rope_neox(float *x, int nh, int hd, int rd, float base, const int32_t *pos, cudaStream_t st)
 {
     if (rd < 2) return cudaSuccess; /* no rotary channels */
-    rope_neox_kernel<<<nh, ((rd / 2 + 31) / 32) * 32, 0, st>>>(x, hd, rd, base, pos);
+    kc_launch(rope_neox_kernel, nh, ((rd / 2 + 31) / 32) * 32, 0, st, x, hd, rd, base, pos);
     return cudaGetLastError();
 }
 
 __global__ void kv_append_kernel(const float *k, const float *v, float *kc, float *vc, int n,
                                  const int32_t *__restrict__ pos)
 {
+    kc_pdl_begin();
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const size_t off = (size_t)(*pos) * n + i;
@@ -787,7 +918,7 @@ cudaError_t kc_kv_append(const float *k, const float *v, float *kc, float *vc, i
                          const int32_t *pos, cudaStream_t st)
 {
     const int n = nkv * hd;
-    kv_append_kernel<<<(n + 255) / 256, 256, 0, st>>>(k, v, kc, vc, n, pos);
+    kc_launch(kv_append_kernel, (n + 255) / 256, 256, 0, st, k, v, kc, vc, n, pos);
     return cudaGetLastError();
 }
 
@@ -800,6 +931,7 @@ __global__ void attention_kernel(const float *__restrict__ q, const float *__res
                                  float *__restrict__ out, int nh, int nkv, int hd, float scale,
                                  const int32_t *__restrict__ pos)
 {
+    kc_pdl_begin();
     extern __shared__ float sm[];
     __shared__ float red[32];
     const int h = blockIdx.x, kvh = h / (nh / nkv);
@@ -860,61 +992,115 @@ cudaError_t kc_attention(const float *q, const float *kc, const float *vc, const
 {
     const size_t smem = (size_t)(ctx + hd) * sizeof(float);
     if (smem > ATTN_SMEM_MAX) return cudaErrorInvalidValue;
-    attention_kernel<<<nh, ATTN_THREADS, smem, st>>>(q, kc, vc, gate, gs, out, nh, nkv, hd, scale, pos);
+    kc_launch(attention_kernel, nh, ATTN_THREADS, smem, st, q, kc, vc, gate, gs, out, nh, nkv, hd, scale, pos);
     return cudaGetLastError();
 }
 
 /* ------------------------------------------------------------------ misc */
 
-__global__ void argmax_kernel(const float *__restrict__ x, int n, int32_t *out, const int32_t *idx)
+/* (value, index) -> one 64-bit key whose unsigned order is "larger value, then lower index";
+ * NaN maps below every number (never wins), as the single-block scan treats it */
+__device__ __forceinline__ unsigned long long argmax_key(float v, int i)
 {
-    __shared__ float bv[32];
-    __shared__ int bi[32];
-    float best = -INFINITY;
-    int bidx = 0x7fffffff;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const float v = x[i];
-        /* i ascends within a thread, so only a strictly larger value replaces; NaN never wins */
-        if (bidx == 0x7fffffff ? (v == v) : (v > best)) { best = v; bidx = i; }
+    uint32_t b = v == 0.0f ? 0u : __float_as_uint(v); /* -0 ties with +0, as v > best does */
+    b = v != v ? 0u : (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+    return ((unsigned long long)b << 32) | (uint32_t)(0x7fffffff - i);
+}
+
+/* Block-local best of x over this block's grid-strided elements as a key (every thread gets it) */
+__device__ __forceinline__ unsigned long long argmax_block(const float *__restrict__ x, int n, unsigned long long *sh)
+{
+    unsigned long long best = 0; /* below every real key: n == 0 -> index 0x7fffffff */
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const unsigned long long k = argmax_key(x[i], i);
+        best = k > best ? k : best;
     }
 #pragma unroll
     for (int off = 16; off; off >>= 1) {
-        const float ov = __shfl_xor_sync(0xffffffffu, best, off);
-        const int oi = __shfl_xor_sync(0xffffffffu, bidx, off);
-        if (ov > best || (ov == best && oi < bidx)) { best = ov; bidx = oi; }
+        const unsigned long long o = __shfl_xor_sync(0xffffffffu, best, off);
+        best = o > best ? o : best;
     }
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-    if (lane == 0) { bv[wid] = best; bi[wid] = bidx; }
+    if (lane == 0) sh[wid] = best;
     __syncthreads();
     if (threadIdx.x == 0) {
-        for (int w = 1; w < (int)(blockDim.x >> 5); w++)
-            if (bv[w] > best || (bv[w] == best && bi[w] < bidx)) { best = bv[w]; bidx = bi[w]; }
-        out[idx ? *idx : 0] = bidx == 0x7fffffff ? 0 : bidx;
+        for (int w = 1; w < (int)(blockDim.x >> 5); w++) best = sh[w] > best ? sh[w] : best;
+        sh[0] = best;
+    }
+    __syncthreads();
+    return sh[0];
+}
+
+__device__ __forceinline__ int32_t argmax_index(unsigned long long key)
+{
+    const uint32_t lo = (uint32_t)key;
+    return (key >> 32) == 0 && lo == 0 ? 0 : 0x7fffffff - (int32_t)lo; /* all NaN (or n == 0): id 0 */
+}
+
+/* ARGMAX_BLOCKS blocks each reduce a strided share into part[blockIdx]; the last block to finish
+ * (atomic ticket) reduces the partials, writes the id and re-arms the ticket for the next call. */
+#define ARGMAX_BLOCKS 64
+__global__ void argmax_kernel(const float *__restrict__ x, int n, int32_t *out, const int32_t *idx,
+                              kc_argmax_scratch *scr)
+{
+    kc_pdl_begin();
+    __shared__ unsigned long long sh[32];
+    __shared__ int last;
+    const unsigned long long best = argmax_block(x, n, sh);
+    if (gridDim.x == 1) {
+        if (threadIdx.x == 0) out[idx ? *idx : 0] = argmax_index(best);
+        return;
+    }
+    if (threadIdx.x == 0) {
+        scr->part[blockIdx.x] = best;
+        __threadfence();
+        last = atomicAdd(&scr->ticket, 1u) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last || threadIdx.x >= 32) return;
+    __threadfence();
+    unsigned long long b = 0; /* warp 0 reduces the partials */
+    for (int i = threadIdx.x; i < (int)gridDim.x; i += 32) {
+        const unsigned long long k = __ldcg(&scr->part[i]);
+        b = k > b ? k : b;
+    }
+#pragma unroll
+    for (int off = 16; off; off >>= 1) {
+        const unsigned long long o = __shfl_xor_sync(0xffffffffu, b, off);
+        b = o > b ? o : b;
+    }
+    if (threadIdx.x == 0) {
+        out[idx ? *idx : 0] = argmax_index(b);
+        scr->ticket = 0;
     }
 }
 
-cudaError_t kc_argmax(const float *x, int n, int32_t *out, const int32_t *idx, cudaStream_t st)
+cudaError_t kc_argmax(const float *x, int n, int32_t *out, const int32_t *idx, kc_argmax_scratch *scr,
+                      cudaStream_t st)
 {
-    argmax_kernel<<<1, 1024, 0, st>>>(x, n, out, idx);
+    const int blocks = scr ? (n + 4095) / 4096 : 1;
+    const int grid = blocks < 1 ? 1 : blocks > ARGMAX_BLOCKS ? ARGMAX_BLOCKS : blocks;
+    kc_launch(argmax_kernel, grid, grid == 1 ? 1024 : 256, 0, st, x, n, out, idx, scr);
     return cudaGetLastError();
 }
 
-__global__ void ctl_begin_kernel(kc_ctl *ctl, const int32_t *tokens) { ctl->tok = tokens[ctl->idx]; }
+__global__ void ctl_begin_kernel(kc_ctl *ctl, const int32_t *tokens) { kc_pdl_begin(); ctl->tok = tokens[ctl->idx]; }
 __global__ void ctl_end_kernel(kc_ctl *ctl)
 {
+    kc_pdl_begin();
     ctl->pos++;
     ctl->idx++;
 }
 
 cudaError_t kc_ctl_begin(kc_ctl *ctl, const int32_t *tokens, cudaStream_t st)
 {
-    ctl_begin_kernel<<<1, 1, 0, st>>>(ctl, tokens);
+    kc_launch(ctl_begin_kernel, 1, 1, 0, st, ctl, tokens);
     return cudaGetLastError();
 }
 
 cudaError_t kc_ctl_end(kc_ctl *ctl, cudaStream_t st)
 {
-    ctl_end_kernel<<<1, 1, 0, st>>>(ctl);
+    kc_launch(ctl_end_kernel, 1, 1, 0, st, ctl);
     return cudaGetLastError();
 }
 

@@ -48,6 +48,8 @@ typedef struct kc_mat {
     __half *d; /* quantised types only */
     int32_t rpw; /* q4_0 layout 1: rows per warp of the GEMV (1, 2, 4); 0 = pick by rows (kc_gemv_rpw) */
     int32_t gemv; /* q4_0 layout 1 GEMV: 0 = register prefetch (default), 1 = quants streamed by cp.async (v4) */
+    int32_t unroll; /* q4_0 x q8 GEMV: blocks per lane loaded before use (1, 2, 4); 0 = default */
+    int32_t prefetch; /* q4_0 x q8 GEMV: L2-prefetch the first weights before kc_pdl_begin (option) */
 } kc_mat;
 
 /* Rows per warp the q4_0 layout-1 GEMV uses for this matrix (W->rpw, or by its row count;
@@ -57,17 +59,36 @@ int kc_gemv_rpw(const kc_mat *W);
  * before capturing a graph (the launchers otherwise query it on first use). */
 cudaError_t kc_gemv_setup(void);
 
+/* Programmatic dependent launch (PDL, sm_90): when on, the step's kernels are launched with
+ * cudaLaunchAttributeProgrammaticStreamSerialization, so kernel N+1 becomes resident while N
+ * finishes; each such kernel starts with kc_pdl_begin() (GEMVs after prefetching their own
+ * weights into L2, which do not depend on N). Thread-local: the engine sets it before each step. */
+void kc_set_pdl(int on);
+
+#ifdef __CUDACC__
+/* Let the next kernel launch, then wait until the previous kernel has completed and its writes
+ * are visible. No-op for a kernel launched without the PDL attribute. */
+__device__ __forceinline__ void kc_pdl_begin(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+#endif
+
 /* 1 when the GEMV kernels support this matrix (type known, cols % 32 == 0). */
 int kc_mat_supported(uint32_t type, int64_t cols);
 /* Device bytes of the data plane and of the scale plane of a rows x cols matrix. */
 uint64_t kc_mat_data_bytes(uint32_t type, int64_t rows, int64_t cols);
 uint64_t kc_mat_scale_bytes(uint32_t type, int64_t rows, int64_t cols);
-/* The device layout kc_mat_repack_dev produces for this type and width. */
-int kc_mat_layout(uint32_t type, int64_t cols);
+/* The device layout of this type and width: 1 for q4_0 with cols % 1024 == 0 unless dot_q8
+ * (the integer-dot GEMV reads q4_0 in layout 0), else 0. */
+int kc_mat_layout(uint32_t type, int64_t cols, int dot_q8);
 /* Repack `rows` quantised ggml rows (src_dev: the raw GGUF bytes, on the device) into the
- * data and scale planes above (device), on stream st. */
-cudaError_t kc_mat_repack_dev(uint32_t type, int64_t rows, int64_t cols, const void *src_dev, void *data_out,
-                              void *scale_out, cudaStream_t st);
+ * data and scale planes above (device) of the given layout, on stream st. */
+cudaError_t kc_mat_repack_dev(uint32_t type, int64_t rows, int64_t cols, int layout, const void *src_dev,
+                              void *data_out, void *scale_out, cudaStream_t st);
 
 /* ---- GEMV (twin: matvec) ---- */
 /* y (rows,) = W (rows, cols) . x (cols,); accumulate != 0: y += W . x (fused residual add). */
@@ -81,6 +102,25 @@ cudaError_t kc_matvec2(const kc_mat *W0, const kc_mat *W1, const float *x, float
  * y (rows,) = silu(G . x) * (U . x), G, U (rows, cols). */
 cudaError_t kc_matvec_swiglu(const kc_mat *G, const kc_mat *U, const float *x, float *y,
                              cudaStream_t st);
+/* ---- 8-bit activations, integer dots (engine option dot=q8; twins quantize_q8 / matvec_q8 in ops.c) ----
+ * x is quantised per block of 32: q = round(x * 127 / amax), d = amax / 127, s8 = -8 * sum(q)
+ * (ops.h q8_block, the same 48 bytes). Weights: q4_0 in layout 0. */
+typedef struct kc_q8blk {
+    int8_t q[32];
+    float d;
+    int32_t s8;
+    int32_t pad[2];
+} kc_q8blk;
+/* xq (n/32,) = quantize_q8(x (n,)), n % 32 == 0 */
+cudaError_t kc_quantize_q8(const float *x, int n, kc_q8blk *xq, cudaStream_t st);
+/* Up to KC_Q8_MATS q4_0 layout-0 matrices with the same cols against one quantised x in ONE launch:
+ * y[i] (W[i].rows,) = W[i] . x, or += when accumulate. Rows per warp: W[0].rpw (1, 2, 4; 0 = 2). */
+#define KC_Q8_MATS 4
+cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const kc_q8blk *xq, int accumulate,
+                         cudaStream_t st);
+/* y (G.rows,) = silu(G . x) * (U . x) with x quantised, G, U q4_0 layout 0 (rows, cols) */
+cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk *xq, float *y, cudaStream_t st);
+
 /* y (cols,) = row `*tok` of E (rows, cols) decoded to f32 (token embedding). tok: device (1,). */
 cudaError_t kc_embed(const kc_mat *E, const int32_t *tok, float *y, cudaStream_t st);
 
@@ -89,12 +129,19 @@ cudaError_t kc_embed(const kc_mat *E, const int32_t *tok, float *y, cudaStream_t
  * x (rows, xs) with n <= xs used, w (n,), y (rows, ys). In place allowed when xs == ys. */
 cudaError_t kc_rmsnorm(const float *x, int xs, const float *w, float *y, int ys, int rows, int n,
                        float eps, cudaStream_t st);
+/* rmsnorm of one row x (n,) -> y (n,), fused with quantize_q8 of y into yq (n/32,); n % 32 == 0.
+ * y is bit-identical to kc_rmsnorm's, yq to kc_quantize_q8(y). */
+cudaError_t kc_rmsnorm_q8(const float *x, const float *w, float *y, kc_q8blk *yq, int n, float eps, cudaStream_t st);
 /* twin l2norm: per head y = x * rsqrt(sum(x^2) + 1e-6) * scale. x, y (nh, d); in place allowed. */
 cudaError_t kc_l2norm(const float *x, float *y, int nh, int d, float scale, cudaStream_t st);
 /* twin gated_rmsnorm: y[h] = w * (o[h] * rsqrt(mean(o[h]^2) + eps)) * silu(z[h]).
  * o, z, y (vh, vd), w (vd,). */
 cudaError_t kc_gated_rmsnorm(const float *o, const float *z, const float *w, float *y, int vh, int vd,
                              float eps, cudaStream_t st);
+
+/* kc_gated_rmsnorm fused with quantize_q8 of y into yq (vh*vd/32,); vd % 32 == 0 */
+cudaError_t kc_gated_rmsnorm_q8(const float *o, const float *z, const float *w, float *y, kc_q8blk *yq, int vh,
+                                int vd, float eps, cudaStream_t st);
 
 /* ---- GDN ---- */
 /* twin gdn_beta_g: beta = sigmoid(b); g = ssm_a * softplus(a + dt_bias) (ssm_a = -exp(A_log)).
@@ -143,7 +190,15 @@ cudaError_t kc_attention_setup(int ctx, int hd);
 
 /* ---- misc ---- */
 /* Device argmax (ties to the lowest id): out[*idx] = argmax(x (n,)); idx: device (1,) or NULL (= 0). */
-cudaError_t kc_argmax(const float *x, int n, int32_t *out, const int32_t *idx, cudaStream_t st);
+/* scr: device scratch for the multi-block reduction (zeroed once at allocation; every call leaves
+ * it re-armed), or NULL for one block. Result identical either way. */
+typedef struct kc_argmax_scratch {
+    unsigned long long part[64];
+    unsigned int ticket;
+    unsigned int pad[3];
+} kc_argmax_scratch;
+cudaError_t kc_argmax(const float *x, int n, int32_t *out, const int32_t *idx, kc_argmax_scratch *scr,
+                      cudaStream_t st);
 /* Decode-step control block on the device: the graph-captured step reads it. */
 typedef struct kc_ctl {
     int32_t pos; /* position of the token being decoded */

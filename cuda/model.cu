@@ -80,18 +80,20 @@ int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t
         goto cleanup;
     }
     out->type = type;
-    out->layout = kc_mat_layout(type, cols);
+    out->layout = kc_mat_layout(type, cols, m->dot_q8);
     out->rows = (int32_t)rows;
     out->cols = (int32_t)cols;
     out->rpw = m->gemv_rpw;
     out->gemv = m->gemv_kind;
+    out->unroll = m->gemv_unroll;
+    out->prefetch = m->gemv_prefetch;
     if (kc_alloc(m, &out->data, db)) goto cleanup;
     if (sb && kc_alloc(m, (void **)&out->d, sb)) goto cleanup;
     if (sb) {
         /* raw GGUF blocks to a temporary device buffer, repacked there (not counted in vram_limit) */
         KC_CK(m, cudaMalloc(&raw, db + sb));
         KC_CK(m, cudaMemcpy(raw, src, db + sb, cudaMemcpyHostToDevice));
-        KC_CK(m, kc_mat_repack_dev(type, rows, cols, raw, out->data, out->d, 0));
+        KC_CK(m, kc_mat_repack_dev(type, rows, cols, out->layout, raw, out->data, out->d, 0));
         KC_CK(m, cudaDeviceSynchronize());
     } else {
         KC_CK(m, cudaMemcpy(out->data, src, db, cudaMemcpyHostToDevice));
@@ -163,6 +165,13 @@ int kc_model_alloc_runtime(kc_model *m)
     ALLOC(m->xf, d->n_embd);
     ALLOC(m->ff, d->n_ff);
     ALLOC(m->logits, d->n_vocab);
+    ALLOC(m->argmax_scr, 1);
+    {
+        int nq = d->n_embd > d->n_ff ? d->n_embd : d->n_ff;
+        if (d->vh * d->vd > nq) nq = d->vh * d->vd;
+        if (d->nh * d->hd > nq) nq = d->nh * d->hd;
+        ALLOC(m->xq, nq / 32 + 1);
+    }
     ALLOC(m->hcap, (size_t)d->n_layers * d->n_embd);
     ALLOC(m->ctl, 1);
     if (kc_model_reserve_tokens(m, 64)) goto cleanup;
@@ -319,6 +328,58 @@ static int same_shape_class(const kc_mat *a, const kc_mat *b)
     return a->type == b->type && a->cols == b->cols && a->layout == b->layout && a->gemv == b->gemv;
 }
 
+/* dot=q8 takes matrix W: q4_0 (uploaded in layout 0 for it) */
+static int q8_path(const kc_model *m, const kc_mat *W) { return m->dot_q8 && W->type == 2u && W->layout == 0; }
+
+/* y[i] (W[i]->rows,) [+]= W[i] . x (cols,) for n <= KC_Q8_MATS matrices of one width. dot=q8 with
+ * q4_0 weights: x quantised into m->xq (unless xq_ready: the caller's previous call quantised this
+ * same x) and ONE integer-dot launch for all n; otherwise the f32 GEMVs (pairs fused by matvec2).
+ * `what` names the launch in the profile ("<what>_q4_0xq8" / "<what>_<type>"). */
+static int gemv_set(kc_model *m, const char *what, const kc_mat *const *W, float *const *y, int n, const float *x,
+                    int xq_ready, int accumulate)
+{
+    int rc = -1;
+    cudaStream_t st = m->st;
+    char nm[64];
+    int all_q8 = 1;
+    for (int i = 0; i < n; i++) all_q8 &= q8_path(m, W[i]);
+    if (all_q8) {
+        if (!xq_ready) RUN("quantize_q8", kc_quantize_q8(x, W[0]->cols, m->xq, st));
+        snprintf(nm, sizeof nm, "%s_q4_0xq8", what);
+        RUN(nm, kc_matvec_q8(W, y, n, m->xq, accumulate, st));
+        rc = 0;
+        goto cleanup;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!accumulate && i + 1 < n && same_shape_class(W[i], W[i + 1])) { /* one launch for the pair */
+            RUN(kname(nm, sizeof nm, what, W[i]), kc_matvec2(W[i], W[i + 1], x, y[i], y[i + 1], st));
+            i++;
+        } else {
+            RUN(kname(nm, sizeof nm, what, W[i]), kc_matvec(W[i], x, y[i], accumulate, st));
+        }
+    }
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+/* y (G.rows,) = silu(G . x) * (U . x), by path as gemv_set */
+static int gemv_swiglu(kc_model *m, const kc_mat *G, const kc_mat *U, const float *x, float *y, int xq_ready)
+{
+    int rc = -1;
+    cudaStream_t st = m->st;
+    char nm[64];
+    if (q8_path(m, G) && q8_path(m, U)) {
+        if (!xq_ready) RUN("quantize_q8", kc_quantize_q8(x, G->cols, m->xq, st));
+        RUN("matvec_swiglu_q4_0xq8", kc_matvec_swiglu_q8(G, U, m->xq, y, st));
+    } else {
+        RUN(kname(nm, sizeof nm, "matvec_swiglu", G), kc_matvec_swiglu(G, U, x, y, st));
+    }
+    rc = 0;
+cleanup:
+    return rc;
+}
+
 int kc_layer_step(kc_model *m, int l)
 {
     int rc = -1;
@@ -327,18 +388,22 @@ int kc_layer_step(kc_model *m, int l)
     cudaStream_t st = m->st;
     const int D = d->n_embd;
     char nm[64];
-    RUN("rmsnorm", kc_rmsnorm(m->x, D, L->attn_norm, m->xn, D, 1, D, d->eps, st));
+    /* dot=q8: the norm also quantises its output for the projections that follow */
+    const int q8_in = L->type == KESTREL_LAYER_GDN ? q8_path(m, &L->qkv) && q8_path(m, &L->z)
+                                                   : q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv);
+    const int q8_ff = q8_path(m, &L->ffn_gate) && q8_path(m, &L->ffn_up);
+    if (q8_in) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->attn_norm, m->xn, m->xq, D, d->eps, st));
+    else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->attn_norm, m->xn, D, 1, D, d->eps, st));
     if (L->type == KESTREL_LAYER_GDN) {
         const int gi = L->gdn_index, C = d->conv_dim, K = d->conv_k;
         const kc_gdn_scratch *g = &m->gs[gi];
         float *S = m->S + (size_t)gi * d->vh * d->kd * d->vd;
         float *hist = m->hist + (size_t)gi * (K - 1) * C;
         const int variant = m->delta_variant < 0 ? (d->kd == 128 && d->vd == 128) : m->delta_variant;
-        if (same_shape_class(&L->qkv, &L->z)) { /* one launch for both projections of xn */
-            RUN(kname(nm, sizeof nm, "matvec2", &L->qkv), kc_matvec2(&L->qkv, &L->z, m->xn, g->raw, g->z, st));
-        } else {
-            RUN(kname(nm, sizeof nm, "matvec", &L->qkv), kc_matvec(&L->qkv, m->xn, g->raw, 0, st));
-            RUN(kname(nm, sizeof nm, "matvec", &L->z), kc_matvec(&L->z, m->xn, g->z, 0, st));
+        { /* qkv and z projections of xn: one launch */
+            const kc_mat *W[2] = {&L->qkv, &L->z};
+            float *Y[2] = {g->raw, g->z};
+            if (gemv_set(m, "matvec2", W, Y, 2, m->xn, q8_in, 0)) goto cleanup;
         }
         if (L->beta_w.type == L->alpha_w.type) {
             RUN(kname(nm, sizeof nm, "matvec2", &L->beta_w),
@@ -354,18 +419,30 @@ int kc_layer_step(kc_model *m, int l)
         RUN(variant ? "delta_step_reg" : "delta_step",
             kc_delta_step(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o, d->kh,
                           d->kd, d->vh, d->vd, variant, st));
-        RUN("gated_rmsnorm", kc_gated_rmsnorm(g->o, g->z, L->ssm_norm, g->o_norm, d->vh, d->vd, d->eps, st));
-        RUN(kname(nm, sizeof nm, "matvec_add", &L->out), kc_matvec(&L->out, g->o_norm, m->x, 1, st));
+        const int q8_out = q8_path(m, &L->out) && d->vd % 32 == 0;
+        if (q8_out)
+            RUN("gated_rmsnorm_q8",
+                kc_gated_rmsnorm_q8(g->o, g->z, L->ssm_norm, g->o_norm, m->xq, d->vh, d->vd, d->eps, st));
+        else
+            RUN("gated_rmsnorm", kc_gated_rmsnorm(g->o, g->z, L->ssm_norm, g->o_norm, d->vh, d->vd, d->eps, st));
+        {
+            const kc_mat *W[1] = {&L->out};
+            float *Y[1] = {m->x};
+            if (gemv_set(m, "matvec_add", W, Y, 1, g->o_norm, q8_out, 1)) goto cleanup;
+        }
     } else {
         const int ai = L->attn_index, hd = d->hd;
         const size_t kvs = (size_t)d->ctx * d->nkv * hd;
         float *kc = m->kcache + (size_t)ai * kvs, *vc = m->vcache + (size_t)ai * kvs;
-        RUN(kname(nm, sizeof nm, "matvec", &L->wq), kc_matvec(&L->wq, m->xn, m->qg, 0, st));
-        if (same_shape_class(&L->wk, &L->wv)) {
-            RUN(kname(nm, sizeof nm, "matvec2", &L->wk), kc_matvec2(&L->wk, &L->wv, m->xn, m->ak, m->av, st));
+        if (q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv)) { /* q, k, v: one launch */
+            const kc_mat *W[3] = {&L->wq, &L->wk, &L->wv};
+            float *Y[3] = {m->qg, m->ak, m->av};
+            if (gemv_set(m, "matvec3", W, Y, 3, m->xn, q8_in, 0)) goto cleanup;
         } else {
-            RUN(kname(nm, sizeof nm, "matvec", &L->wk), kc_matvec(&L->wk, m->xn, m->ak, 0, st));
-            RUN(kname(nm, sizeof nm, "matvec", &L->wv), kc_matvec(&L->wv, m->xn, m->av, 0, st));
+            const kc_mat *W[3] = {&L->wq, &L->wk, &L->wv};
+            float *Y[3] = {m->qg, m->ak, m->av};
+            if (gemv_set(m, "matvec", W, Y, 1, m->xn, 0, 0)) goto cleanup;
+            if (gemv_set(m, "matvec2", W + 1, Y + 1, 2, m->xn, 0, 0)) goto cleanup;
         }
         RUN("rmsnorm", kc_rmsnorm(m->qg, 2 * hd, L->q_norm, m->aq, hd, d->nh, hd, d->eps, st));
         RUN("rmsnorm", kc_rmsnorm(m->ak, hd, L->k_norm, m->ak, hd, d->nkv, hd, d->eps, st));
@@ -374,12 +451,38 @@ int kc_layer_step(kc_model *m, int l)
         RUN("kv_append", kc_kv_append(m->ak, m->av, kc, vc, d->nkv, hd, &m->ctl->pos, st));
         RUN("attention", kc_attention(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, d->nh, d->nkv, hd, d->ctx,
                                       1.0f / sqrtf((float)hd), &m->ctl->pos, st));
-        RUN(kname(nm, sizeof nm, "matvec_add", &L->wo), kc_matvec(&L->wo, m->ao, m->x, 1, st));
+        {
+            const kc_mat *W[1] = {&L->wo};
+            float *Y[1] = {m->x};
+            if (gemv_set(m, "matvec_add", W, Y, 1, m->ao, 0, 1)) goto cleanup;
+        }
     }
-    RUN("rmsnorm", kc_rmsnorm(m->x, D, L->post_norm, m->xn, D, 1, D, d->eps, st));
-    RUN(kname(nm, sizeof nm, "matvec_swiglu", &L->ffn_gate),
-        kc_matvec_swiglu(&L->ffn_gate, &L->ffn_up, m->xn, m->ff, st));
-    RUN(kname(nm, sizeof nm, "matvec_add", &L->ffn_down), kc_matvec(&L->ffn_down, m->ff, m->x, 1, st));
+    if (q8_ff) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->post_norm, m->xn, m->xq, D, d->eps, st));
+    else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->post_norm, m->xn, D, 1, D, d->eps, st));
+    if (gemv_swiglu(m, &L->ffn_gate, &L->ffn_up, m->xn, m->ff, q8_ff)) goto cleanup;
+    {
+        const kc_mat *W[1] = {&L->ffn_down};
+        float *Y[1] = {m->x};
+        if (gemv_set(m, "matvec_add", W, Y, 1, m->ff, 0, 1)) goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+int kc_model_head(kc_model *m, int want_logits)
+{
+    int rc = -1;
+    const kc_dims *d = &m->dm;
+    cudaStream_t st = m->st;
+    const int q8_head = want_logits && q8_path(m, &m->lm_head); /* the final norm quantises for the head */
+    if (q8_head) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, m->out_norm, m->xf, m->xq, d->n_embd, d->eps, st));
+    else RUN("rmsnorm", kc_rmsnorm(m->x, d->n_embd, m->out_norm, m->xf, d->n_embd, 1, d->n_embd, d->eps, st));
+    if (want_logits) {
+        const kc_mat *W[1] = {&m->lm_head};
+        float *Y[1] = {m->logits};
+        if (gemv_set(m, "matvec_lm_head", W, Y, 1, m->xf, q8_head, 0)) goto cleanup;
+    }
     rc = 0;
 cleanup:
     return rc;
@@ -391,6 +494,7 @@ static int step_body(kc_model *m, int want_logits, int capture)
     const kc_dims *d = &m->dm;
     cudaStream_t st = m->st;
     char nm[64];
+    kc_set_pdl(m->pdl);
     RUN("ctl_begin", kc_ctl_begin(m->ctl, m->tokens, st));
     RUN(kname(nm, sizeof nm, "embed", &m->tok_embd), kc_embed(&m->tok_embd, &m->ctl->tok, m->x, st));
     for (int l = 0; l < d->n_layers; l++) {
@@ -399,11 +503,8 @@ static int step_body(kc_model *m, int want_logits, int capture)
             KC_CK(m, cudaMemcpyAsync(m->hcap + (size_t)l * d->n_embd, m->x, sizeof(float) * d->n_embd,
                                      cudaMemcpyDeviceToDevice, st));
     }
-    RUN("rmsnorm", kc_rmsnorm(m->x, d->n_embd, m->out_norm, m->xf, d->n_embd, 1, d->n_embd, d->eps, st));
-    if (want_logits) {
-        RUN(kname(nm, sizeof nm, "matvec_lm_head", &m->lm_head), kc_matvec(&m->lm_head, m->xf, m->logits, 0, st));
-        RUN("argmax", kc_argmax(m->logits, d->n_vocab, m->argmax, &m->ctl->idx, st));
-    }
+    if (kc_model_head(m, want_logits)) goto cleanup;
+    if (want_logits) RUN("argmax", kc_argmax(m->logits, d->n_vocab, m->argmax, &m->ctl->idx, m->argmax_scr, st));
     RUN("ctl_end", kc_ctl_end(m->ctl, st));
     rc = 0;
 cleanup:

@@ -81,6 +81,10 @@ typedef struct kc_model {
     float *out_norm;          /* (D,) */
     int delta_variant;        /* -1 pick, 0 generic, 1 register-resident */
     int gemv_rpw;             /* rows per warp of the q4_0 GEMVs: 0 = by rows, or 1, 2, 4 (option gemv_rpw) */
+    int gemv_prefetch;        /* option gemv_prefetch: q8 GEMVs L2-prefetch their first weights (kc_mat.prefetch) */
+    int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */
+    int dot_q8;               /* option dot=q8: q4_0 GEMVs with 8-bit activations and integer dots */
+    int gemv_unroll;          /* q4_0 x q8 GEMV blocks per lane in flight (option gemv_unroll; 0 = default) */
     int gemv_kind;            /* q4_0 GEMV kernel: 0 register prefetch (default), 1 cp.async (option gemv=reg|pipe) */
     /* state */
     float *S;                 /* (n_gdn, vh, kd, vd) */
@@ -95,6 +99,8 @@ typedef struct kc_model {
     float *aq, *ak, *av, *ao; /* (nh*hd,), (nkv*hd,), (nkv*hd,), (nh*hd,) */
     float *xf;                /* (D,) final-normed */
     float *logits;            /* (V,) */
+    kc_argmax_scratch *argmax_scr; /* (1,) the multi-block argmax's partials */
+    kc_q8blk *xq;             /* (max(D, n_ff, vh*vd, nh*hd)/32,) the quantised GEMV input (dot=q8) */
     float *hcap;              /* (L, D) residual after each layer, written in capture mode */
     int32_t *tokens;          /* (tok_cap,) */
     int tok_cap;
@@ -141,6 +147,8 @@ int kc_model_reset(kc_model *m);
 int kc_model_reserve_tokens(kc_model *m, int n);
 
 /* The layers of one token (everything between embedding and final norm), for layer l only. */
+/* The final norm and (want_logits) the lm_head GEMV into m->logits, by the engine's GEMV path. */
+int kc_model_head(kc_model *m, int want_logits);
 int kc_layer_step(kc_model *m, int l);
 /* One whole decode step: ctl_begin, embedding, all layers, final norm, [lm_head + argmax], ctl_end.
  * capture != 0 copies the residual after each layer into m->hcap. Uses the graph when enabled

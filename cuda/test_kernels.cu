@@ -268,6 +268,220 @@ static void test_matvec(void)
     kc_model_free(m);
 }
 
+/* ------------------------------------------------------------------ 8-bit activations (dot=q8) */
+
+static_assert(sizeof(kc_q8blk) == sizeof(q8_block) && sizeof(kc_q8blk) == 48, "kc_q8blk and ops.h q8_block differ");
+
+/* blocks that differ in any byte, except that two NaN scales count as equal (the device's
+ * NaN is the canonical 0x7fffffff, the host's keeps the payload of the NaN it came from) */
+static size_t n_unequal_blocks(const kc_q8blk *a, const q8_block *b, int nblk)
+{
+    size_t c = 0;
+    for (int i = 0; i < nblk; i++) {
+        const int nan_d = a[i].d != a[i].d && b[i].d != b[i].d;
+        c += memcmp(a[i].q, b[i].q, 32) != 0 || a[i].s8 != b[i].s8 || a[i].pad[0] != b[i].pad[0] ||
+             a[i].pad[1] != b[i].pad[1] || (!nan_d && memcmp(&a[i].d, &b[i].d, 4) != 0);
+    }
+    return c;
+}
+
+static kc_q8blk *get_q8(const kc_q8blk *d, int nblk)
+{
+    kc_q8blk *h = (kc_q8blk *)malloc((size_t)nblk * sizeof *h);
+    T_CK(cudaDeviceSynchronize());
+    T_CK(cudaMemcpy(h, d, (size_t)nblk * sizeof *h, cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static void test_q8(void)
+{
+    kc_model *m = (kc_model *)calloc(1, sizeof *m);
+    m->dot_q8 = 1; /* q4_0 uploads in layout 0, what the integer-dot GEMV reads */
+    {
+        /* quantize_q8: random blocks plus a zero block, a NaN, exact ties and an outlier */
+        const int n = 5120, nb = n / 32;
+        float *x = hnew(n);
+        fill(x, n, -3.0f, 3.0f);
+        for (int i = 0; i < 32; i++) x[32 + i] = 0.0f;
+        x[64 + 5] = NAN;
+        for (int i = 0; i < 32; i++) x[96 + i] = (float)(i - 16) * 0.5f; /* amax 8: q = 127 x / 8, .5 ties */
+        x[128] = 1e30f;
+        q8_block *ref = (q8_block *)malloc(nb * sizeof *ref);
+        quantize_q8(ref, x, n);
+        float *dx = dup_f(x, n);
+        kc_q8blk *dq = (kc_q8blk *)dnew(nb * sizeof(kc_q8blk));
+        T_CK(kc_quantize_q8(dx, n, dq, 0));
+        kc_q8blk *got = get_q8(dq, nb);
+        ok(n_unequal_blocks(got, ref, nb) == 0, "bitexact quantize_q8 of %d values (zeros, NaN, ties, 1e30) vs CPU twin: "
+           "%zu/%d blocks unequal", n, n_unequal_blocks(got, ref, nb), nb);
+        free(got);
+        /* rmsnorm fused with the quantisation: y as kc_rmsnorm, yq as quantize_q8(y) */
+        float *w = hnew(n), *y1 = hnew(n), *y2 = hnew(n);
+        fill(x, n, -2.0f, 2.0f);
+        fill(w, n, 0.5f, 1.5f);
+        T_CK(cudaMemcpy(dx, x, n * 4, cudaMemcpyHostToDevice));
+        float *dw = dup_f(w, n), *dy = (float *)dnew(n * 4);
+        T_CK(kc_rmsnorm(dx, n, dw, dy, n, 1, n, 1e-6f, 0));
+        get_f(y1, dy, n);
+        poison(dy, n * 4);
+        poison(dq, nb * sizeof(kc_q8blk));
+        T_CK(kc_rmsnorm_q8(dx, dw, dy, dq, n, 1e-6f, 0));
+        get_f(y2, dy, n);
+        got = get_q8(dq, nb);
+        quantize_q8(ref, y2, n);
+        ok(n_unequal(y1, y2, n) == 0 && n_unequal_blocks(got, ref, nb) == 0,
+           "bitexact rmsnorm_q8: y vs kc_rmsnorm %zu/%d unequal, yq vs quantize_q8(y) %zu/%d blocks unequal",
+           n_unequal(y1, y2, n), n, n_unequal_blocks(got, ref, nb), nb);
+        free(got);
+        /* gated_rmsnorm fused the same way (48 heads of 128: the 27B ssm_out input) */
+        const int vh = 48, vd = 128, nv = vh * vd, nbv = nv / 32;
+        float *o = hnew(nv), *z = hnew(nv), *g1 = hnew(nv), *g2 = hnew(nv);
+        q8_block *refv = (q8_block *)malloc(nbv * sizeof *refv);
+        fill(o, nv, -1.0f, 1.0f);
+        fill(z, nv, -3.0f, 3.0f);
+        float *dO = dup_f(o, nv), *dz = dup_f(z, nv), *dgw = dup_f(w, vd), *dg = (float *)dnew(nv * 4);
+        kc_q8blk *dqv = (kc_q8blk *)dnew(nbv * sizeof(kc_q8blk));
+        T_CK(kc_gated_rmsnorm(dO, dz, dgw, dg, vh, vd, 1e-6f, 0));
+        get_f(g1, dg, nv);
+        poison(dg, nv * 4);
+        T_CK(kc_gated_rmsnorm_q8(dO, dz, dgw, dg, dqv, vh, vd, 1e-6f, 0));
+        get_f(g2, dg, nv);
+        got = get_q8(dqv, nbv);
+        quantize_q8(refv, g2, nv);
+        ok(n_unequal(g1, g2, nv) == 0 && n_unequal_blocks(got, refv, nbv) == 0,
+           "bitexact gated_rmsnorm_q8: y vs kc_gated_rmsnorm %zu/%d unequal, yq %zu/%d blocks unequal",
+           n_unequal(g1, g2, nv), nv, n_unequal_blocks(got, refv, nbv), nbv);
+        free(got);
+        free(o); free(z); free(g1); free(g2); free(refv);
+        cudaFree(dO); cudaFree(dz); cudaFree(dgw); cudaFree(dg); cudaFree(dqv);
+        free(x); free(ref); free(w); free(y1); free(y2);
+        cudaFree(dx); cudaFree(dq); cudaFree(dw); cudaFree(dy);
+    }
+    /* matvec_q8 vs the CPU twin: every rows-per-warp x unroll variant, tails (96 and 2080 columns:
+     * fewer blocks than lanes, a partial last pass), accumulate, three matrices in one launch */
+    const int shapes[][2] = {{333, 5120}, {77, 96}, {130, 2080}, {5, 17408}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int rows = shapes[si][0], cols = shapes[si][1], nb = cols / 32;
+        void *w[3] = {make_ggml(GGML_TYPE_Q4_0, rows, cols), make_ggml(GGML_TYPE_Q4_0, rows + 3, cols),
+                      make_ggml(GGML_TYPE_Q4_0, 7, cols)};
+        const int wr[3] = {rows, rows + 3, 7};
+        kc_mat W[3];
+        float *x = hnew(cols), *y0 = hnew(rows), *ref[3], *got = hnew(rows + 3);
+        q8_block *xq = (q8_block *)malloc(nb * sizeof *xq);
+        fill(x, cols, -2.0f, 2.0f);
+        fill(y0, rows, -1.0f, 1.0f);
+        quantize_q8(xq, x, cols);
+        kc_q8blk *dxq = (kc_q8blk *)dnew(nb * sizeof(kc_q8blk));
+        T_CK(cudaMemcpy(dxq, xq, nb * sizeof(kc_q8blk), cudaMemcpyHostToDevice));
+        float *dy[3];
+        for (int i = 0; i < 3; i++) {
+            upload(m, &W[i], GGML_TYPE_Q4_0, wr[i], cols, w[i]);
+            ref[i] = hnew(wr[i]);
+            matvec_q8(NULL, ref[i], w[i], GGML_TYPE_Q4_0, xq, cols, wr[i]);
+            dy[i] = (float *)dnew(wr[i] * 4);
+        }
+        size_t worst = 0;
+        for (int R = 1; R <= 4; R *= 2)
+            for (int U = 1; U <= 4; U *= 2) {
+                W[0].rpw = R;
+                W[0].unroll = U;
+                W[0].prefetch = (R + U) & 1;
+                const kc_mat *one[1] = {&W[0]};
+                poison(dy[0], rows * 4);
+                T_CK(kc_matvec_q8(one, dy, 1, dxq, 0, 0));
+                get_f(got, dy[0], rows);
+                const size_t u = n_unequal(got, ref[0], rows);
+                if (u > worst) worst = u;
+            }
+        ok(worst == 0, "bitexact matvec_q8 %dx%d, R = 1, 2, 4 x U = 1, 2, 4 vs CPU twin: worst %zu/%d unequal", rows,
+           cols, worst, rows);
+        /* accumulate: y0 + W x, one f32 add per row */
+        W[0].rpw = 0;
+        W[0].unroll = 0;
+        {
+            const kc_mat *one[1] = {&W[0]};
+            T_CK(cudaMemcpy(dy[0], y0, rows * 4, cudaMemcpyHostToDevice));
+            T_CK(kc_matvec_q8(one, dy, 1, dxq, 1, 0));
+            get_f(got, dy[0], rows);
+            float *acc = hnew(rows);
+            for (int r = 0; r < rows; r++) acc[r] = y0[r] + ref[0][r];
+            ok(n_unequal(got, acc, rows) == 0, "bitexact matvec_q8 accumulate %dx%d: %zu/%d unequal", rows, cols,
+               n_unequal(got, acc, rows), rows);
+            free(acc);
+        }
+        /* three matrices of different heights in one launch */
+        {
+            const kc_mat *three[3] = {&W[0], &W[1], &W[2]};
+            size_t u = 0;
+            for (int i = 0; i < 3; i++) poison(dy[i], wr[i] * 4);
+            T_CK(kc_matvec_q8(three, dy, 3, dxq, 0, 0));
+            for (int i = 0; i < 3; i++) {
+                get_f(got, dy[i], wr[i]);
+                u += n_unequal(got, ref[i], wr[i]);
+            }
+            ok(u == 0, "bitexact matvec_q8 of 3 matrices (%d, %d, 7 rows) x %d in one launch vs CPU twin: %zu unequal",
+               rows, rows + 3, cols, u);
+        }
+        /* SwiGLU: gate W[0], up = first rows of W[1] (same height) */
+        {
+            kc_mat Up = W[1];
+            Up.rows = rows;
+            float *sref = hnew(rows);
+            for (int r = 0; r < rows; r++) {
+                const float g = ref[0][r], u = ref[1][r];
+                sref[r] = g / (1.0f + expf(-g)) * u;
+            }
+            double worst_r = 0;
+            for (int P = 1; P <= 2; P++)
+                for (int U = 1; U <= 4; U *= 2) {
+                    W[0].rpw = P;
+                    W[0].unroll = U;
+                    poison(dy[0], rows * 4);
+                    T_CK(kc_matvec_swiglu_q8(&W[0], &Up, dxq, dy[0], 0));
+                    get_f(got, dy[0], rows);
+                    const double r = max_rel(got, sref, rows);
+                    if (r > worst_r) worst_r = r;
+                }
+            ok(worst_r <= 1e-6, "matvec_swiglu_q8 %dx%d, P = 1, 2 x U = 1, 2, 4 vs CPU twin dots + silu: worst max_rel "
+               "%.3e <= 1e-06", rows, cols, worst_r);
+            W[0].rpw = 0;
+            W[0].unroll = 0;
+            free(sref);
+        }
+        for (int i = 0; i < 3; i++) {
+            free(w[i]);
+            free(ref[i]);
+            cudaFree(dy[i]);
+        }
+        free(x); free(y0); free(got); free(xq);
+        cudaFree(dxq);
+    }
+    /* a bad call is refused, not launched: an f32 matrix, mismatched widths */
+    {
+        void *wf = make_ggml(GGML_TYPE_F32, 40, 64), *wq = make_ggml(GGML_TYPE_Q4_0, 40, 96);
+        kc_mat F, Q;
+        upload(m, &F, GGML_TYPE_F32, 40, 64, wf);
+        upload(m, &Q, GGML_TYPE_Q4_0, 40, 96, wq);
+        float *dy = (float *)dnew(40 * 4);
+        kc_q8blk *dxq = (kc_q8blk *)dnew(3 * sizeof(kc_q8blk));
+        const kc_mat *f1[1] = {&F}, *mix[2] = {&Q, &Q};
+        float *ys[2] = {dy, dy};
+        Q.cols = 96;
+        const cudaError_t e1 = kc_matvec_q8(f1, ys, 1, dxq, 0, 0);
+        kc_mat Q2 = Q;
+        Q2.cols = 64;
+        mix[1] = &Q2;
+        const cudaError_t e2 = kc_matvec_q8(mix, ys, 2, dxq, 0, 0), e3 = kc_quantize_q8(dy, 33, dxq, 0);
+        ok(e1 == cudaErrorInvalidValue && e2 == cudaErrorInvalidValue && e3 == cudaErrorInvalidValue,
+           "matvec_q8 refuses an f32 matrix (%s) and mixed widths (%s); quantize_q8 refuses n %% 32 != 0 (%s)",
+           cudaGetErrorName(e1), cudaGetErrorName(e2), cudaGetErrorName(e3));
+        (void)cudaGetLastError();
+        free(wf); free(wq);
+        cudaFree(dy); cudaFree(dxq);
+    }
+    kc_model_free(m);
+}
+
 /* ------------------------------------------------------------------ small ops */
 
 static void test_norms(void)
@@ -561,10 +775,45 @@ static void test_gdn_small(void)
         x[200000] = 9.0f; /* tie: the lowest id wins */
         float *dx = dup_f(x, n);
         T_CK(cudaMalloc(&dout, 4));
-        T_CK(kc_argmax(dx, n, dout, NULL, 0));
+        T_CK(kc_argmax(dx, n, dout, NULL, NULL, 0));
         T_CK(cudaDeviceSynchronize());
         T_CK(cudaMemcpy(&got, dout, 4, cudaMemcpyDeviceToHost));
         ok(got == 1000, "argmax over 248320 with a tie: expected 1000, got %d", got);
+        /* the multi-block reduction (the engine's): same answers, twice in a row (the ticket re-arms),
+         * NaNs never win, -0 ties +0, all-NaN gives 0, a short vector takes one block */
+        kc_argmax_scratch *scr;
+        T_CK(cudaMalloc(&scr, sizeof *scr));
+        T_CK(cudaMemset(scr, 0, sizeof *scr));
+        int32_t g2[6];
+        T_CK(kc_argmax(dx, n, dout, NULL, scr, 0));
+        T_CK(cudaMemcpy(&g2[0], dout, 4, cudaMemcpyDeviceToHost));
+        x[7] = NAN;
+        x[250] = INFINITY;
+        x[240000] = INFINITY;
+        T_CK(cudaMemcpy(dx, x, (size_t)n * 4, cudaMemcpyHostToDevice));
+        T_CK(kc_argmax(dx, n, dout, NULL, scr, 0));
+        T_CK(cudaMemcpy(&g2[1], dout, 4, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < n; i++) x[i] = i % 2 ? -1.0f : -2.0f;
+        x[3] = -0.0f; /* the maximum 0 at 3 (-0), 5 (-0) and 9 (+0): the lowest id */
+        x[5] = -0.0f;
+        x[9] = 0.0f;
+        T_CK(cudaMemcpy(dx, x, (size_t)n * 4, cudaMemcpyHostToDevice));
+        T_CK(kc_argmax(dx, n, dout, NULL, scr, 0));
+        T_CK(cudaMemcpy(&g2[2], dout, 4, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < n; i++) x[i] = NAN;
+        T_CK(cudaMemcpy(dx, x, (size_t)n * 4, cudaMemcpyHostToDevice));
+        T_CK(kc_argmax(dx, n, dout, NULL, scr, 0));
+        T_CK(cudaMemcpy(&g2[3], dout, 4, cudaMemcpyDeviceToHost));
+        T_CK(kc_argmax(dx, n, dout, NULL, NULL, 0));
+        T_CK(cudaMemcpy(&g2[4], dout, 4, cudaMemcpyDeviceToHost));
+        x[100] = 1.0f;
+        T_CK(cudaMemcpy(dx, x, (size_t)n * 4, cudaMemcpyHostToDevice));
+        T_CK(kc_argmax(dx, 300, dout, NULL, scr, 0));
+        T_CK(cudaMemcpy(&g2[5], dout, 4, cudaMemcpyDeviceToHost));
+        ok(g2[0] == 1000 && g2[1] == 250 && g2[2] == 3 && g2[3] == 0 && g2[4] == 0 && g2[5] == 100,
+           "multi-block argmax: tie %d (1000), NaN+inf tie %d (250), -0 vs +0 %d (3), all NaN %d and one block %d "
+           "(0), n=300 %d (100)", g2[0], g2[1], g2[2], g2[3], g2[4], g2[5]);
+        cudaFree(scr);
         free(x);
         cudaFree(dx); cudaFree(dout);
     }
@@ -673,8 +922,7 @@ static int host_driven_logits(kestrel_engine *e, float *out)
             KC_CK(m, cudaMemcpy(m->x, hx, d->n_embd * 4, cudaMemcpyHostToDevice));
             if (kc_layer_step(m, l)) goto cleanup;
         }
-        KC_CK(m, kc_rmsnorm(m->x, d->n_embd, m->out_norm, m->xf, d->n_embd, 1, d->n_embd, d->eps, m->st));
-        KC_CK(m, kc_matvec(&m->lm_head, m->xf, m->logits, 0, m->st));
+        if (kc_model_head(m, 1)) goto cleanup;
         KC_CK(m, kc_ctl_end(m->ctl, m->st));
         KC_CK(m, cudaStreamSynchronize(m->st));
         KC_CK(m, cudaMemcpy(out + (size_t)t * d->n_vocab, m->logits, d->n_vocab * 4, cudaMemcpyDeviceToHost));
@@ -703,11 +951,15 @@ cleanup:
     return rc;
 }
 
-static void test_engine(const char *file)
+static void test_engine(const char *file, const char *extra /* more options, "" or ",k=v" */)
 {
-    kestrel_engine *eg = eopen(file, "graph=1"), *en = eopen(file, "graph=0");
+    char og[128], on[128], op[128];
+    snprintf(og, sizeof og, "graph=1%s", extra);
+    snprintf(on, sizeof on, "graph=0%s", extra);
+    snprintf(op, sizeof op, "graph=1,pdl=0%s", extra);
+    kestrel_engine *eg = eopen(file, og), *en = eopen(file, on), *ep = eopen(file, op);
     kestrel_info info;
-    if (!eg || !en) goto cleanup;
+    if (!eg || !en || !ep) goto cleanup;
     api()->info(eg, &info);
     {
         const size_t n = (size_t)NTOK * info.n_vocab;
@@ -721,6 +973,13 @@ static void test_engine(const char *file)
            n_unequal(a, c, n), n);
         ok(!rc && !rh && n_unequal(c, h, n) == 0,
            "%s: bitexact device-resident vs host-driven stepping: %zu/%zu unequal", file, n_unequal(c, h, n), n);
+        {
+            float *p = hnew(n);
+            const int rp = run_logits(ep, p);
+            ok(!ra && !rp && n_unequal(a, p, n) == 0, "%s%s: bitexact pdl=1 vs pdl=0 (graph=1): %zu/%zu unequal", file,
+               extra, n_unequal(a, p, n), n);
+            free(p);
+        }
         /* token by token == all at once */
         float *t1 = hnew(info.n_vocab);
         size_t une = 0;
@@ -757,6 +1016,7 @@ static void test_engine(const char *file)
 cleanup:
     api()->close(eg);
     api()->close(en);
+    api()->close(ep);
 }
 
 static void test_engine_resources(void)
@@ -841,7 +1101,7 @@ static void test_engine_resources(void)
         for (int i = 0; i < n && i < 64; i++) {
             total += pe[i].total_ms;
             found_delta |= !strcmp(pe[i].name, "delta_step_reg") && pe[i].calls == (uint64_t)NTOK * 6;
-            found_gemv |= !strcmp(pe[i].name, "matvec_q4_0") && pe[i].calls > 0;
+            found_gemv |= !strcmp(pe[i].name, "matvec2_q4_0xq8") && pe[i].calls > 0; /* dot=q8 (default) */
             printf("#   profile %-24s %6llu calls %9.4f ms\n", pe[i].name, (unsigned long long)pe[i].calls,
                    pe[i].total_ms);
         }
@@ -875,15 +1135,17 @@ int main(int argc, char **argv)
     test_norms();
     test_gdn_small();
     test_gemv_q4_rpw();
+    test_q8();
     test_gdn_prep(16, 128, 48, 128); /* 27B shape */
     test_gdn_prep(4, 32, 4, 48);     /* minivk shape */
     test_delta(16, 48, 128, 128, 64); /* 27B shape: both variants */
     test_delta(4, 4, 32, 48, 16);     /* minivk shape: generic only */
     test_delta(2, 6, 128, 128, 16);   /* mini27 shape */
-    test_engine("mini27-f32.gguf");
-    test_engine("mini27-q4_0.gguf");
-    test_engine("minivk-q8_0.gguf");
-    test_engine("minitied-f32.gguf");
+    test_engine("mini27-f32.gguf", "");
+    test_engine("mini27-q4_0.gguf", "");           /* dot=q8: the integer-dot GEMVs */
+    test_engine("mini27-q4_0.gguf", ",dot=f32");   /* the exact-activation q4_0 GEMVs */
+    test_engine("minivk-q8_0.gguf", "");
+    test_engine("minitied-f32.gguf", "");
     test_engine_resources();
     printf("1..%d\n", g_n);
     return g_fail;

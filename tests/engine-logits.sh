@@ -72,7 +72,7 @@ is 1 "$(printf '%s\n' "$ERR" | wc -l | tr -d ' ')" "missing model file: one line
 like "$ERR" "^kestrel-eval: $T/nope.gguf: " "missing model file: names the file"
 run_cmd $E --model "$T/m.gguf" --tokens 1 --options threads=2,foo=1
 is 2 "$RC" "unknown engine option: exit 2"
-is "kestrel-eval: options: unknown option 'foo' (the cpu engine knows threads, ctx, profile)" "$ERR" "unknown engine option: message"
+is "kestrel-eval: options: unknown option 'foo' (the cpu engine knows threads, ctx, profile, dot)" "$ERR" "unknown engine option: message"
 run_cmd $E --model "$T/m.gguf" --tokens 1,2,3,4,5 --options ctx=4
 is 2 "$RC" "more tokens than ctx: exit 2"
 is "kestrel-eval: logits: --tokens: 5 tokens exceed the engine's max_context 4 (see --options ctx=N)" "$ERR" "more tokens than ctx: message"

@@ -98,11 +98,12 @@ typedef struct layer_state {
 enum prof_op {
     PROF_EMBED, PROF_RMSNORM, PROF_MATVEC, PROF_CONV_STEP, PROF_L2NORM, PROF_GDN_BETA_G,
     PROF_DELTA_STEP, PROF_GATED_RMSNORM, PROF_ROPE_NEOX, PROF_ATTENTION, PROF_SWIGLU, PROF_LM_HEAD,
-    PROF_N
+    PROF_QUANTIZE_Q8, PROF_MATVEC_Q8, PROF_N
 };
 static const char *const prof_names[PROF_N] = {
     "embed", "rmsnorm", "matvec", "conv_step", "l2norm", "gdn_beta_g",
     "delta_step", "gated_rmsnorm", "rope_neox", "attention", "swiglu", "lm_head",
+    "quantize_q8", "matvec_q8",
 };
 
 struct kestrel_engine {
@@ -118,6 +119,7 @@ struct kestrel_engine {
     uint64_t weight_bytes;
     /* options */
     int n_threads, max_ctx, profile;
+    int dot_q8;      /* option dot=q8: q4_0 matrices take 8-bit activations (quantize_q8 + matvec_q8) */
     ops_pool *pool;
     char device[64];
     /* run state */
@@ -133,6 +135,7 @@ struct kestrel_engine {
     float *att_out;  /* (H, hd) */
     float *att;      /* (P,) attention scores */
     float *logits;   /* (V,) when the caller passes none */
+    q8_block *xq;    /* (max n_in / 32,) quantised input of a q4_0 matvec (dot=q8 only, else NULL) */
     /* capture of the last forward() */
     int last_n;      /* tokens in the last forward (0 after reset) */
     int cap_n;       /* positions captured (0 when not captured) */
@@ -169,12 +172,13 @@ static double now_ms(void) {
     } while (0)
 
 /* ------------------------------------------------------------------------ */
-/* options: threads=N, ctx=N, profile=0|1                                    */
+/* options: threads=N, ctx=N, profile=0|1, dot=f32|q8                        */
 
 typedef struct options {
     int threads; /* 0 = default */
     int ctx;     /* 0 = default */
     int profile;
+    int dot_q8;  /* 0: dot=f32 (default), 1: dot=q8 */
 } options;
 
 static int parse_options(const char *s, options *o, char *err, size_t err_len) {
@@ -220,8 +224,15 @@ static int parse_options(const char *s, options *o, char *err, size_t err_len) {
                 return -1;
             }
             o->profile = (int)v;
+        } else if (strcmp(item, "dot") == 0) {
+            if (strcmp(val, "f32") == 0) o->dot_q8 = 0;
+            else if (strcmp(val, "q8") == 0) o->dot_q8 = 1;
+            else {
+                snprintf(err, err_len, "options: dot=%s: expected f32 or q8", val);
+                return -1;
+            }
         } else {
-            snprintf(err, err_len, "options: unknown option '%s' (the cpu engine knows threads, ctx, profile)",
+            snprintf(err, err_len, "options: unknown option '%s' (the cpu engine knows threads, ctx, profile, dot)",
                      item);
             return -1;
         }
@@ -465,6 +476,15 @@ static int alloc_state(kestrel_engine *e) {
     if (!e->x || !e->xn || !e->mix || !e->ff_g || !e->ff_u || !e->qg ||
         !e->aq || !e->ag || !e->att_out || !e->att || !e->logits)
         goto oom;
+    if (e->dot_q8) {
+        /* the widest matvec input: xn (D), the FFN's (F), GDN out_proj's (vh*vd), attention o_proj's (H*hd) */
+        size_t max_in = (size_t)c->n_embd;
+        if ((size_t)c->n_ff > max_in) max_in = (size_t)c->n_ff;
+        if ((size_t)c->vh * c->vd > max_in) max_in = (size_t)c->vh * c->vd;
+        if (Hhd > max_in) max_in = Hhd;
+        e->xq = calloc(max_in / 32 + 1, sizeof *e->xq);
+        if (!e->xq) goto oom;
+    }
     return 0;
 oom:
     return set_err(e, "%s: out of memory allocating the run state (max_context %d)", e->path, e->max_ctx);
@@ -504,6 +524,21 @@ static void clear_state(kestrel_engine *e) {
 /* ------------------------------------------------------------------------ */
 /* forward: one token                                                        */
 
+/* out = W x, the one place the forward pass multiplies by a weight matrix. W: (n_out, n_in) of `type`;
+ * x: (n_in,); out: (n_out,). With dot=q8 a q4_0 matrix gets x quantised to 8 bits per block of 32
+ * (quantize_q8 into e->xq) and integer dot products (matvec_q8), the CUDA engine's dp4a path;
+ * every other type, and dot=f32, runs matvec on x itself. prof: the profile entry of the product
+ * (PROF_MATVEC, or PROF_LM_HEAD for the lm_head; dot=q8 books matvecs as matvec_q8 + quantize_q8). */
+static void engine_matvec(kestrel_engine *e, int prof, float *out, const void *W, uint32_t type, const float *x,
+                          int n_in, int n_out) {
+    if (e->dot_q8 && type == GGML_TYPE_Q4_0) {
+        PROF(e, PROF_QUANTIZE_Q8, quantize_q8(e->xq, x, n_in));
+        PROF(e, prof == PROF_MATVEC ? PROF_MATVEC_Q8 : prof, matvec_q8(e->pool, out, W, type, e->xq, n_in, n_out));
+    } else {
+        PROF(e, prof, matvec(e->pool, out, W, type, x, n_in, n_out));
+    }
+}
+
 /* Gated DeltaNet token mixer (HF Qwen3_5GatedDeltaNet, recurrent form). xn: (D,) -> e->mix (D,) */
 static void gdn_layer(kestrel_engine *e, int l) {
     const config *c = &e->c;
@@ -511,10 +546,10 @@ static void gdn_layer(kestrel_engine *e, int l) {
     layer_state *s = &e->ls[l];
     int KK = c->kh * c->kd;
     /* mixed_qkv = self.in_proj_qkv(hidden_states); z = self.in_proj_z(...); b = in_proj_b; a = in_proj_a */
-    PROF(e, PROF_MATVEC, matvec(e->pool, s->qkv, w->qkv.data, w->qkv.type, e->xn, w->qkv.n_in, w->qkv.n_out));
-    PROF(e, PROF_MATVEC, matvec(e->pool, s->z, w->z.data, w->z.type, e->xn, w->z.n_in, w->z.n_out));
-    PROF(e, PROF_MATVEC, matvec(e->pool, s->b, w->beta.data, w->beta.type, e->xn, w->beta.n_in, w->beta.n_out));
-    PROF(e, PROF_MATVEC, matvec(e->pool, s->a, w->alpha.data, w->alpha.type, e->xn, w->alpha.n_in, w->alpha.n_out));
+    engine_matvec(e, PROF_MATVEC, s->qkv, w->qkv.data, w->qkv.type, e->xn, w->qkv.n_in, w->qkv.n_out);
+    engine_matvec(e, PROF_MATVEC, s->z, w->z.data, w->z.type, e->xn, w->z.n_in, w->z.n_out);
+    engine_matvec(e, PROF_MATVEC, s->b, w->beta.data, w->beta.type, e->xn, w->beta.n_in, w->beta.n_out);
+    engine_matvec(e, PROF_MATVEC, s->a, w->alpha.data, w->alpha.type, e->xn, w->alpha.n_in, w->alpha.n_out);
     /* mixed_qkv = self.causal_conv1d_update(mixed_qkv, conv_state, weight, activation="silu") */
     PROF(e, PROF_CONV_STEP, conv_step(s->conv_out, s->conv, s->qkv, w->conv_w, c->conv_dim, c->conv_k));
     /* query, key, value = torch.split(mixed_qkv, [key_dim, key_dim, value_dim]) */
@@ -538,8 +573,8 @@ static void gdn_layer(kestrel_engine *e, int l) {
             gated_rmsnorm(s->o_norm + h * c->vd, s->o + h * c->vd, s->z + h * c->vd, w->ssm_norm, c->vd, c->eps);
     });
     /* output = self.out_proj(core_attn_out) */
-    PROF(e, PROF_MATVEC,
-         matvec(e->pool, e->mix, w->ssm_out.data, w->ssm_out.type, s->o_norm, w->ssm_out.n_in, w->ssm_out.n_out));
+    engine_matvec(e, PROF_MATVEC, e->mix, w->ssm_out.data, w->ssm_out.type, s->o_norm, w->ssm_out.n_in,
+                  w->ssm_out.n_out);
 }
 
 /* Gated full attention (HF Qwen3_5Attention) at position pos. xn: (D,) -> e->mix (D,) */
@@ -551,14 +586,14 @@ static void attn_layer(kestrel_engine *e, int l, int pos) {
     size_t row = (size_t)Hkv * hd;
     float *kp = s->kc + (size_t)pos * row, *vp = s->vc + (size_t)pos * row; /* (Hkv, hd) this position */
     /* query_states, gate = torch.chunk(self.q_proj(hidden_states).view(..., -1, head_dim * 2), 2, dim=-1) */
-    PROF(e, PROF_MATVEC, matvec(e->pool, e->qg, w->wq.data, w->wq.type, e->xn, w->wq.n_in, w->wq.n_out));
+    engine_matvec(e, PROF_MATVEC, e->qg, w->wq.data, w->wq.type, e->xn, w->wq.n_in, w->wq.n_out);
     for (int h = 0; h < H; h++) {
         memcpy(e->aq + (size_t)h * hd, e->qg + (size_t)h * 2 * hd, sizeof(float) * (size_t)hd);
         memcpy(e->ag + (size_t)h * hd, e->qg + (size_t)h * 2 * hd + hd, sizeof(float) * (size_t)hd);
     }
     /* key_states = self.k_proj(...); value_states = self.v_proj(...) straight into the cache */
-    PROF(e, PROF_MATVEC, matvec(e->pool, kp, w->wk.data, w->wk.type, e->xn, w->wk.n_in, w->wk.n_out));
-    PROF(e, PROF_MATVEC, matvec(e->pool, vp, w->wv.data, w->wv.type, e->xn, w->wv.n_in, w->wv.n_out));
+    engine_matvec(e, PROF_MATVEC, kp, w->wk.data, w->wk.type, e->xn, w->wk.n_in, w->wk.n_out);
+    engine_matvec(e, PROF_MATVEC, vp, w->wv.data, w->wv.type, e->xn, w->wv.n_in, w->wv.n_out);
     /* query_states = self.q_norm(query_states); key_states = self.k_norm(key_states) */
     PROF(e, PROF_RMSNORM, {
         for (int h = 0; h < H; h++) rmsnorm(e->aq + (size_t)h * hd, e->aq + (size_t)h * hd, w->q_norm, hd, c->eps);
@@ -572,7 +607,7 @@ static void attn_layer(kestrel_engine *e, int l, int pos) {
     /* attn_output = softmax(q k^T / sqrt(hd)) v (causal, GQA); attn_output * torch.sigmoid(gate) */
     PROF(e, PROF_ATTENTION, attention(e->att_out, e->aq, e->ag, s->kc, s->vc, H, Hkv, hd, pos + 1, e->att));
     /* attn_output = self.o_proj(attn_output) */
-    PROF(e, PROF_MATVEC, matvec(e->pool, e->mix, w->wo.data, w->wo.type, e->att_out, w->wo.n_in, w->wo.n_out));
+    engine_matvec(e, PROF_MATVEC, e->mix, w->wo.data, w->wo.type, e->att_out, w->wo.n_in, w->wo.n_out);
 }
 
 /* One token through the whole model. logits: (V,) or NULL (then no lm_head).
@@ -597,11 +632,11 @@ static void forward_token(kestrel_engine *e, int32_t token, float *logits, float
         for (int i = 0; i < D; i++) x[i] += e->mix[i];
         /* hidden_states = self.mlp(self.post_attention_layernorm(hidden_states)) */
         PROF(e, PROF_RMSNORM, rmsnorm(e->xn, x, w->post_norm, D, c->eps));
-        PROF(e, PROF_MATVEC, matvec(e->pool, e->ff_g, w->ffn_gate.data, w->ffn_gate.type, e->xn, D, c->n_ff));
-        PROF(e, PROF_MATVEC, matvec(e->pool, e->ff_u, w->ffn_up.data, w->ffn_up.type, e->xn, D, c->n_ff));
+        engine_matvec(e, PROF_MATVEC, e->ff_g, w->ffn_gate.data, w->ffn_gate.type, e->xn, D, c->n_ff);
+        engine_matvec(e, PROF_MATVEC, e->ff_u, w->ffn_up.data, w->ffn_up.type, e->xn, D, c->n_ff);
         /* down_proj(act_fn(gate_proj(x)) * up_proj(x)) */
         PROF(e, PROF_SWIGLU, swiglu(e->ff_g, e->ff_g, e->ff_u, c->n_ff));
-        PROF(e, PROF_MATVEC, matvec(e->pool, e->mix, w->ffn_down.data, w->ffn_down.type, e->ff_g, c->n_ff, D));
+        engine_matvec(e, PROF_MATVEC, e->mix, w->ffn_down.data, w->ffn_down.type, e->ff_g, c->n_ff, D);
         /* hidden_states = residual + hidden_states */
         for (int i = 0; i < D; i++) x[i] += e->mix[i];
         if (cap_h) memcpy(cap_h + (size_t)l * D, x, sizeof(float) * (size_t)D);
@@ -611,7 +646,7 @@ static void forward_token(kestrel_engine *e, int32_t token, float *logits, float
     if (cap_hfinal) memcpy(cap_hfinal, e->xn, sizeof(float) * (size_t)D);
     /* logits = self.lm_head(hidden_states) */
     if (logits)
-        PROF(e, PROF_LM_HEAD, matvec(e->pool, logits, e->lm_head.data, e->lm_head.type, e->xn, D, c->n_vocab));
+        engine_matvec(e, PROF_LM_HEAD, logits, e->lm_head.data, e->lm_head.type, e->xn, D, c->n_vocab);
     e->pos++;
 }
 
@@ -639,7 +674,7 @@ static void cpu_close(kestrel_engine *e) {
     }
     free(e->x); free(e->xn); free(e->mix);
     free(e->ff_g); free(e->ff_u); free(e->qg); free(e->aq); free(e->ag); free(e->att_out);
-    free(e->att); free(e->logits); free(e->cap_h); free(e->cap_hfinal);
+    free(e->att); free(e->logits); free(e->cap_h); free(e->cap_hfinal); free(e->xq);
     free(e->output_norm);
     free(e->layer_types);
     gguf_close(e->gf);
@@ -680,6 +715,7 @@ static int cpu_open(const char *model_path, const char *options_str, kestrel_eng
         e->max_ctx = opt.ctx;
     }
     e->profile = opt.profile;
+    e->dot_q8 = opt.dot_q8;
     snprintf(e->device, sizeof e->device, "cpu (%d threads)", e->n_threads);
     if (ops_pool_create(e->n_threads, &e->pool) != 0) {
         set_err(e, "%s: cannot start %d threads", e->path, e->n_threads);

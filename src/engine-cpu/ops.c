@@ -278,3 +278,97 @@ void matvec(ops_pool *pool, float *out, const void *W, uint32_t type, const floa
     if ((int64_t)n_in * n_out < 4096) pool = NULL;
     ops_pool_run(pool, matvec_part, &j);
 }
+
+/* ------------------------------------------------------------------------ */
+/* 8-bit activations: the CPU twins of the CUDA engine's quantize_q8 and     */
+/* matvec_q8 (q4_0 weights x q8 activations with integer dot products).      */
+/* The order of the float operations below is part of the spec: the CUDA     */
+/* kernels are checked against these bit for bit in the -fmad=false build.   */
+/* Products are kept in their own statements, and the project compiles with  */
+/* -std=c11, under which gcc does not contract a*b+c (-ffp-contract=off).    */
+
+_Static_assert(sizeof(q8_block) == 48, "q8_block must be 48 bytes (the CUDA twin asserts the same)");
+
+void quantize_q8(q8_block *out, const float *x, int n) {
+    for (int b = 0; b < n / 32; b++) {
+        const float *xb = x + (size_t)b * 32; /* (32,) */
+        q8_block *ob = &out[b];
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) {
+            float a = fabsf(xb[i]);
+            amax = (a > amax || a != a) ? a : amax; /* NaN is sticky */
+        }
+        float id = (amax > 0.0f) ? 127.0f / amax : 0.0f; /* NaN amax -> 0 */
+        int32_t sum = 0;
+        for (int i = 0; i < 32; i++) {
+            float v = xb[i] * id;
+            int q;
+            if (v != v) {
+                q = 0;
+            } else {
+                if (v > 127.0f) v = 127.0f;
+                if (v < -127.0f) v = -127.0f;
+                q = (int)nearbyintf(v); /* round half to even in the default rounding mode */
+            }
+            ob->q[i] = (int8_t)q;
+            sum += q;
+        }
+        ob->d = amax / 127.0f;
+        ob->s8 = -8 * sum;
+        ob->pad[0] = 0;
+        ob->pad[1] = 0;
+    }
+}
+
+/* One q4_0 row (nb blocks) against nb q8 blocks, in the CUDA warp's lane-strided order: lane l
+ * sums blocks l, l+32, l+64, ... in ascending order. Walking the blocks in memory order and adding
+ * block b to lane b % 32 gives every lane exactly that sequence (and reads the row sequentially).
+ * row: (nb,) q4_0 blocks; xq: (nb,). */
+static float dot_row_q4_0_q8(const block_q4_0 *row, const q8_block *xq, int nb) {
+    float p[32]; /* lane partial sums */
+    for (int l = 0; l < 32; l++) p[l] = 0.0f;
+    for (int b = 0; b < nb; b++) {
+        const uint8_t *qs = row[b].qs; /* (16,) weight j in the low nibble, weight j+16 in the high */
+        const int8_t *q = xq[b].q;     /* (32,) */
+        int32_t c = xq[b].s8;          /* the -8 offset of every nibble, folded in; the sum is exact */
+        for (int j = 0; j < 16; j++) c += (int32_t)(qs[j] & 15) * q[j] + (int32_t)(qs[j] >> 4) * q[16 + j];
+        float s = f16_to_f32(row[b].d) * xq[b].d;
+        float t = s * (float)c;
+        p[b & 31] = p[b & 31] + t;
+    }
+    /* the warp's butterfly (__shfl_xor_sync): every lane adds its partner's value at once */
+    for (int off = 16; off >= 1; off >>= 1) {
+        float cp[32];
+        memcpy(cp, p, sizeof cp);
+        for (int l = 0; l < 32; l++) p[l] = cp[l] + cp[l ^ off];
+    }
+    return p[0];
+}
+
+typedef struct matvec_q8_job {
+    float *out;          /* (n_out,) */
+    const uint8_t *W;    /* (n_out, row_bytes) */
+    const q8_block *xq;  /* (n_in/32,) */
+    int nb, n_out;
+    size_t row_bytes;
+} matvec_q8_job;
+
+static void matvec_q8_part(void *varg, int tid, int n) {
+    const matvec_q8_job *j = varg;
+    /* contiguous row ranges as in matvec: thread tid owns rows [r0, r1) */
+    int r0 = (int)((int64_t)j->n_out * tid / n);
+    int r1 = (int)((int64_t)j->n_out * (tid + 1) / n);
+    for (int r = r0; r < r1; r++)
+        j->out[r] = dot_row_q4_0_q8((const block_q4_0 *)(const void *)(j->W + (size_t)r * j->row_bytes), j->xq, j->nb);
+}
+
+void matvec_q8(ops_pool *pool, float *out, const void *W, uint32_t type, const q8_block *xq, int n_in, int n_out) {
+    if (type != GGML_TYPE_Q4_0) {
+        /* not a format this op decodes: make the caller's bug loud rather than silently wrong */
+        for (int r = 0; r < n_out; r++) out[r] = NAN;
+        return;
+    }
+    matvec_q8_job j = {out, W, xq, n_in / 32, n_out, (size_t)ggml_row_bytes(type, (uint64_t)n_in)};
+    if ((int64_t)n_in * n_out < 4096) pool = NULL; /* as matvec: the result is the same either way */
+    ops_pool_run(pool, matvec_q8_part, &j);
+}

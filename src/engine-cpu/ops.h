@@ -88,4 +88,25 @@ void swiglu(float *out, const float *gate, const float *up, int n);
  * x: (n_in,). out: (n_out,). pool may be NULL (single thread). */
 void matvec(ops_pool *pool, float *out, const void *W, uint32_t type, const float *x, int n_in, int n_out);
 
+/* ---- 8-bit activations (the CUDA engine's dp4a GEMV, issue 6) ---- */
+
+/* 8-bit activations for integer dot products (CPU engine option dot=q8; CUDA twins quantize_q8 / matvec_q8). */
+typedef struct q8_block {
+    int8_t q[32];   /* the 32 values of the block quantised: round(x * 127 / amax) */
+    float d;        /* amax / 127 (the value of one step) */
+    int32_t s8;     /* -8 * (sum of q): folds q4_0's offset of 8 into the integer dot */
+    int32_t pad[2]; /* 48 bytes: three 16-byte loads on the device */
+} q8_block;
+/* out (n/32,) from x (n,), n % 32 == 0.
+ * Per block, in f32 without FMA: amax = max |x| (a NaN is sticky), d = amax / 127,
+ * id = amax > 0 ? 127 / amax : 0 (NaN amax -> 0); q = nearbyintf(clamp(x * id, -127, 127))
+ * (ties to even; a NaN product gives 0); s8 = -8 * sum(q); pad = 0. */
+void quantize_q8(q8_block *out, const float *x, int n);
+/* out (n_out,) = W (n_out, n_in) . x with x given as quantize_q8 blocks xq (n_in/32,); W: q4_0 rows
+ * (ggml blocks of 18 bytes). type must be GGML q4_0 (2). pool may be NULL.
+ * Per row: c_b = s8_b + sum_j nibble_j * q_j (int32, exact); partial sums p[l], l < 32, take blocks
+ * b = l, l+32, ... in ascending order: p[l] += (dw_b * d_b) * (float)c_b; then the butterfly
+ * p[l] += p[l ^ off] for off = 16, 8, 4, 2, 1; out = p[0]. Any other type: out is all NaN (a caller bug). */
+void matvec_q8(ops_pool *pool, float *out, const void *W, uint32_t type, const q8_block *xq, int n_in, int n_out);
+
 #endif

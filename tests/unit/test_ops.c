@@ -193,6 +193,189 @@ static void test_matvec_hand(void) {
     is_vec(exp, out, 3, 0.0f, "matvec f32: hand-computed 3 x 2");
 }
 
+/* ---- quantize_q8 / matvec_q8: 8-bit activations (CPU twins of the CUDA dp4a GEMV) ---- */
+
+/* block b of qb: expected q (32,), d and s8; pad must be 0. */
+static void is_q8_block(const q8_block *qb, const int *eq, float ed, int32_t es8, const char *desc) {
+    int bad = -1;
+    for (int i = 0; i < 32 && bad < 0; i++)
+        if (qb->q[i] != eq[i]) bad = i;
+    int d_ok = (ed != ed) ? (qb->d != qb->d) : (qb->d == ed);
+    int good = bad < 0 && d_ok && qb->s8 == es8 && qb->pad[0] == 0 && qb->pad[1] == 0;
+    ok(good, "%s", desc);
+    if (bad >= 0) printf("#   q[%d]: expected %d, got %d\n", bad, eq[bad], qb->q[bad]);
+    if (!d_ok) printf("#   d: expected %.9g, got %.9g\n", ed, qb->d);
+    if (qb->s8 != es8) printf("#   s8: expected %d, got %d\n", (int)es8, (int)qb->s8);
+    if (qb->pad[0] || qb->pad[1]) printf("#   pad: expected 0 0, got %d %d\n", (int)qb->pad[0], (int)qb->pad[1]);
+}
+
+static void test_quantize_q8(void) {
+    float x[5 * 32];
+    q8_block qb[5];
+    memset(x, 0, sizeof x);
+    memset(qb, 0x5a, sizeof qb); /* garbage that quantize_q8 must overwrite, pad included */
+    /* block 0: amax = 127 -> id = 1, d = 1, q = nearbyint(x): ties go to even:
+     * 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -0.5 -> -0 = 0, -1.5 -> -2, -2.5 -> -2, 3.5 -> 4, 126.5 -> 126;
+     * 0.4 -> 0, 0.6 -> 1. sum q = 127+0+2+2+0-2-2+4-127+126+0+1 = 131 -> s8 = -1048 */
+    float b0[12] = {127, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 3.5f, -127, 126.5f, 0.4f, 0.6f};
+    int e0[32] = {127, 0, 2, 2, 0, -2, -2, 4, -127, 126, 0, 1};
+    memcpy(x, b0, sizeof b0);
+    /* block 1: all zeros -> amax 0, id 0, q 0, d 0, s8 0 */
+    int e1[32] = {0};
+    /* block 2: a NaN at 3 and a larger |x| after it: the NaN amax sticks, id = 0, every q = 0, d = NaN */
+    for (int i = 0; i < 32; i++) x[64 + i] = 1.0f;
+    x[64 + 3] = NAN;
+    x[64 + 10] = -100.0f;
+    int e2[32] = {0};
+    /* block 3: amax = 1.0157f, for which amax * (127 / amax) rounds to 127.00001 in f32: clamped to 127;
+     * -amax -> -127; amax / 2 = 63.5 steps -> 64 (even); amax / 4 = 31.75 steps -> 32.
+     * sum = 127 - 127 + 64 + 32 = 96 -> s8 = -768 */
+    float a3 = 1.0157f;
+    x[96 + 0] = a3; x[96 + 1] = -a3; x[96 + 2] = a3 * 0.5f; x[96 + 3] = a3 * 0.25f;
+    int e3[32] = {127, -127, 64, 32};
+    /* block 4: +inf: amax = inf, id = 127/inf = 0; inf * 0 = NaN -> 0; 5 * 0 = 0; d = inf */
+    x[128 + 0] = 5.0f; x[128 + 1] = INFINITY;
+    int e4[32] = {0};
+    quantize_q8(qb, x, 5 * 32);
+    is_q8_block(&qb[0], e0, 1.0f, -1048, "quantize_q8: amax 127, ties to even, s8 = -8 sum(q)");
+    is_q8_block(&qb[1], e1, 0.0f, 0, "quantize_q8: all-zero block -> q 0, d 0, s8 0");
+    is_q8_block(&qb[2], e2, NAN, 0, "quantize_q8: a NaN is sticky in amax -> d NaN, every q 0");
+    volatile float id3 = 127.0f / a3, v3 = a3 * id3;
+    ok(v3 > 127.0f, "quantize_q8: precondition: 1.0157f * (127 / 1.0157f) = %.9g > 127 in f32", (double)v3);
+    is_q8_block(&qb[3], e3, a3 / 127.0f, -768, "quantize_q8: x * id above 127 clamped, -amax -> -127");
+    is_q8_block(&qb[4], e4, INFINITY, 0, "quantize_q8: +inf -> d inf, id 0, every q 0");
+
+    /* random blocks: every |q*d - x| <= d/2 (plus f32 slack), max |q| = 127, s8 = -8 sum q */
+    enum { NR = 64 * 32 };
+    float *xr = malloc(sizeof(float) * NR);
+    q8_block *qr = malloc(sizeof(q8_block) * (NR / 32));
+    for (int i = 0; i < NR; i++) xr[i] = frand() * (float)(1 + i / 32); /* blocks of growing scale */
+    quantize_q8(qr, xr, NR);
+    int bad = -1, bad_s8 = -1, bad_max = -1;
+    for (int b = 0; b < NR / 32 && bad < 0 && bad_s8 < 0 && bad_max < 0; b++) {
+        int32_t sum = 0, mx = 0;
+        for (int i = 0; i < 32; i++) {
+            int q = qr[b].q[i];
+            sum += q;
+            if (abs(q) > mx) mx = abs(q);
+            double err = fabs((double)q * qr[b].d - xr[b * 32 + i]);
+            if (!(err <= 0.5 * qr[b].d * (1 + 1e-5))) bad = b * 32 + i;
+        }
+        if (qr[b].s8 != -8 * sum) bad_s8 = b;
+        if (mx != 127) bad_max = b;
+    }
+    ok(bad < 0, "quantize_q8: 64 random blocks: |q d - x| <= d / 2");
+    if (bad >= 0) printf("#   element %d: x %.9g, q %d, d %.9g\n", bad, xr[bad], qr[bad / 32].q[bad % 32], qr[bad / 32].d);
+    ok(bad_s8 < 0 && bad_max < 0, "quantize_q8: 64 random blocks: s8 = -8 sum(q), max |q| = 127");
+    if (bad_s8 >= 0 || bad_max >= 0) printf("#   s8 wrong in block %d, max |q| != 127 in block %d\n", bad_s8, bad_max);
+    free(xr);
+    free(qr);
+}
+
+static void test_matvec_q8_hand(void) {
+    /* one q4_0 block: dw = 0.5; every byte 0x69: low nibble 9 (w[j] = +1), high nibble 6 (w[j+16] = -2).
+     * x = [127, 1 x15, 2 x16]: amax 127 -> d 1, q = x. dot = (127 + 15) * 1 + 32 * (-2) = 78;
+     * (integer route: 9 * 142 + 6 * 32 + s8 (-8 * 174) = 1278 + 192 - 1392 = 78). out = 0.5 * 1 * 78 = 39.
+     * Row 1: dw = -0.25, every byte 0x08 (w[j] = 0, w[j+16] = -8): -8 * 32 = -256 -> -0.25 * -256 = 64 */
+    block_q4_0 W[2];
+    W[0].d = f32_to_f16(0.5f);
+    memset(W[0].qs, 0x69, sizeof W[0].qs);
+    W[1].d = f32_to_f16(-0.25f);
+    memset(W[1].qs, 0x08, sizeof W[1].qs);
+    float x[32];
+    x[0] = 127;
+    for (int i = 1; i < 16; i++) x[i] = 1;
+    for (int i = 16; i < 32; i++) x[i] = 2;
+    q8_block xq[1];
+    quantize_q8(xq, x, 32);
+    float out[2], exp[2] = {39, 64};
+    matvec_q8(NULL, out, W, GGML_TYPE_Q4_0, xq, 32, 2);
+    is_vec(exp, out, 2, 0.0f, "matvec_q8: hand-computed 2 x 32 (nibble - 8 folded into s8)");
+    /* 33 blocks (lane 0 takes blocks 0 and 32) of the row-0 block: 33 * 39 = 1287, exact in f32 */
+    block_q4_0 W33[33];
+    q8_block xq33[33];
+    for (int b = 0; b < 33; b++) {
+        W33[b] = W[0];
+        xq33[b] = xq[0];
+    }
+    float out33;
+    matvec_q8(NULL, &out33, W33, GGML_TYPE_Q4_0, xq33, 33 * 32, 1);
+    is_vec((const float[]){1287}, &out33, 1, 0.0f, "matvec_q8: hand-computed 1 x 1056 (lane 0 takes 2 blocks)");
+    /* a type other than q4_0 is a caller bug: NaN, not a silently wrong number */
+    float wf[32] = {0};
+    matvec_q8(NULL, out, wf, GGML_TYPE_F32, xq, 32, 1);
+    ok(isnan(out[0]), "matvec_q8: a non-q4_0 type gives NaN");
+}
+
+/* The spec's lane-strided order, written independently of ops.c: the integer dot as sum (nibble - 8) * q,
+ * every f32 rounding forced through volatile (so no FMA can sneak in). row: (nb,) blocks; xq: (nb,). */
+static float ref_q8_order(const block_q4_0 *row, const q8_block *xq, int nb) {
+    volatile float p[32];
+    for (int l = 0; l < 32; l++) p[l] = 0.0f;
+    for (int b = 0; b < nb; b++) {
+        int32_t c = 0;
+        for (int i = 0; i < 32; i++) {
+            int nib = i < 16 ? (row[b].qs[i] & 15) : (row[b].qs[i - 16] >> 4);
+            c += (nib - 8) * xq[b].q[i];
+        }
+        volatile float s = f16_to_f32(row[b].d) * xq[b].d;
+        volatile float t = s * (float)c;
+        p[b % 32] = p[b % 32] + t; /* blocks reach lane b % 32 in ascending order */
+    }
+    for (int off = 16; off >= 1; off >>= 1) {
+        float cp[32];
+        for (int l = 0; l < 32; l++) cp[l] = p[l];
+        for (int l = 0; l < 32; l++) p[l] = cp[l] + cp[l ^ off];
+    }
+    return p[0];
+}
+
+/* matvec_q8 on random q4_0 rows vs (a) a double dot of the dequantised weights and the q8 values
+ * (|got - ref| <= 1e-6 sum |terms|), (b) the spec's order bit for bit, (c) pool vs 1 thread bit for bit. */
+static void test_matvec_q8_rand(int n_in, int n_out, ops_pool *pool) {
+    int nb = n_in / 32;
+    size_t rb = (size_t)ggml_row_bytes(GGML_TYPE_Q4_0, (uint64_t)n_in);
+    uint8_t *W = malloc(rb * (size_t)n_out);
+    float *wf = malloc(sizeof(float) * (size_t)n_in), *x = malloc(sizeof(float) * (size_t)n_in);
+    float *got = malloc(sizeof(float) * (size_t)n_out), *got1 = malloc(sizeof(float) * (size_t)n_out);
+    q8_block *xq = malloc(sizeof(q8_block) * (size_t)nb);
+    for (int i = 0; i < n_in; i++) x[i] = frand() * (1.0f + (float)(i % 7)); /* uneven block scales */
+    for (int r = 0; r < n_out; r++) {
+        for (int i = 0; i < n_in; i++) wf[i] = frand();
+        quantize_row_q4_0(wf, (block_q4_0 *)(W + r * rb), n_in);
+    }
+    quantize_q8(xq, x, n_in);
+    matvec_q8(pool, got, W, GGML_TYPE_Q4_0, xq, n_in, n_out);
+    matvec_q8(NULL, got1, W, GGML_TYPE_Q4_0, xq, n_in, n_out);
+    double worst = 0;
+    int n_order = 0, first_order = -1;
+    for (int r = 0; r < n_out; r++) {
+        dequantize_row(GGML_TYPE_Q4_0, W + r * rb, wf, n_in);
+        double ref = 0, mag = 0;
+        for (int i = 0; i < n_in; i++) {
+            double term = (double)wf[i] * ((double)xq[i / 32].q[i % 32] * (double)xq[i / 32].d);
+            ref += term;
+            mag += fabs(term);
+        }
+        double rel = fabs(got[r] - ref) / (mag > 0 ? mag : 1);
+        if (rel > worst) worst = rel;
+        float o = ref_q8_order((const block_q4_0 *)(W + r * rb), xq, nb);
+        if (memcmp(&o, &got1[r], sizeof o) != 0) {
+            n_order++;
+            if (first_order < 0) first_order = r;
+        }
+    }
+    ok(worst < 1e-6, "matvec_q8 (%d x %d, %d blocks): vs double dot of dequantised q4_0 and q8 values",
+       n_out, n_in, nb);
+    if (!(worst < 1e-6)) printf("#   worst |got - ref| / sum|terms| = %g, expected < 1e-6\n", worst);
+    ok(n_order == 0, "matvec_q8 (%d x %d): bit-identical to the spec's lane-strided order", n_out, n_in);
+    if (n_order) printf("#   %d rows differ, first row %d: expected %.9g, got %.9g\n", n_order, first_order,
+                        ref_q8_order((const block_q4_0 *)(W + first_order * rb), xq, nb), got1[first_order]);
+    ok(memcmp(got, got1, sizeof(float) * (size_t)n_out) == 0,
+       "matvec_q8 (%d x %d): %d threads bit-identical to 1 thread", n_out, n_in, ops_pool_threads(pool));
+    free(W); free(wf); free(x); free(got); free(got1); free(xq);
+}
+
 int main(void) {
     test_rmsnorm();
     test_l2norm();
@@ -210,6 +393,14 @@ int main(void) {
     test_matvec_type(GGML_TYPE_Q8_0, 512, 301, pool, "q8_0");
     test_matvec_type(GGML_TYPE_Q4_0, 512, 301, pool, "q4_0");
     test_matvec_type(GGML_TYPE_F32, 256, 300, pool, "f32");
+    test_quantize_q8();
+    test_matvec_q8_hand();
+    /* 3 blocks (lanes 3..31 idle), 160 blocks (5120: 5 rounds, no tail), 1056 (33: a tail of one),
+     * 2080 (65); every n_in * n_out >= 4096 so the pool really splits rows */
+    test_matvec_q8_rand(96, 64, pool);
+    test_matvec_q8_rand(5120, 67, pool);
+    test_matvec_q8_rand(1056, 31, pool);
+    test_matvec_q8_rand(2080, 40, pool);
     ops_pool_destroy(pool);
     return tap_done();
 }

@@ -1,0 +1,239 @@
+/*
+ * cuda/gemv_q8.cuh - q4_0 weights x 8-bit activations with integer dot products (issue 6,
+ * engine option dot=q8). Included by kernels.cu only (needs warp_sum and kc_q8blk).
+ *
+ * Why (cuda/PERF-NOTES.md v2-v5): the f32-activation q4_0 GEMV spends ~3.6 issue slots per
+ * 4-bit weight (nibble -> float, offset, FMA) and stalls at ~2 TB/s whatever the rows per warp
+ * or the bytes in flight. Here the activation vector is quantised once per GEMV input to 8 bits
+ * per block of 32 (quantize_q8, llama.cpp's q8_1 idea) and a weight block costs, per row:
+ * 8 LOP3 (low / high nibbles in place), 8 dp4a, a shift and an add to merge the two integer sums,
+ * and 4 float ops for the two scales: ~0.8 slots per weight.
+ *
+ * Weights are q4_0 in layout 0 (ggml order: 16 quant bytes per block in the data plane, the f16
+ * scales in their own plane): lane l of a warp reads block b = l, l+32, ... of its rows, one
+ * 16-byte load per block, 512 contiguous bytes per warp.
+ *
+ * Integer part, exact: c = s8 + sum_j lo_j q_j + (sum_j (hi_j << 4) q_{16+j}) >> 4
+ *   = sum (nibble - 8) q   (s8 = -8 sum q; the high nibbles are used in place, as unsigned bytes
+ *   times 16, so their sum is a multiple of 16 and the shift is exact).
+ * Float part, in the CPU twin's order (ops.c matvec_q8, "lane-strided"): lane l accumulates
+ * p += (dw_b * d_b) * (float)c_b over its blocks ascending, then warp_sum's butterfly.
+ */
+#ifndef KESTREL_CUDA_GEMV_Q8_CUH
+#define KESTREL_CUDA_GEMV_Q8_CUH
+
+/* c + dot of 4 unsigned bytes of a with 4 signed bytes of b */
+__device__ __forceinline__ int dp4a_us(uint32_t a, int b, int c)
+{
+    int r;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+/* ---- quantize_q8 (twin: ops.c quantize_q8) ---- */
+/* The warp's 32 lanes hold the 32 values of one block (lane = position); all 32 lanes call. */
+__device__ __forceinline__ void q8_quantize_warp(float v, kc_q8blk *__restrict__ out)
+{
+    const int lane = threadIdx.x & 31;
+    float amax = fabsf(v);
+#pragma unroll
+    for (int off = 16; off; off >>= 1) { /* NaN-sticky max, as the twin */
+        const float o = __shfl_xor_sync(0xffffffffu, amax, off);
+        amax = (o > amax || o != o) ? o : amax;
+    }
+    const float d = __fdiv_rn(amax, 127.0f);
+    const float id = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+    float s = __fmul_rn(v, id);
+    int q = 0;
+    if (s == s) {
+        s = fminf(fmaxf(s, -127.0f), 127.0f);
+        q = __float2int_rn(s);
+    }
+    out->q[lane] = (int8_t)q;
+    int sum = q;
+#pragma unroll
+    for (int off = 16; off; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) {
+        out->d = d;
+        out->s8 = -8 * sum;
+        out->pad[0] = 0;
+        out->pad[1] = 0;
+    }
+}
+
+/* one warp per block of 32 values */
+__global__ void quantize_q8_kernel(const float *__restrict__ x, kc_q8blk *__restrict__ out, int nblk)
+{
+    kc_pdl_begin();
+    const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (b >= nblk) return;
+    q8_quantize_warp(x[(size_t)b * 32 + (threadIdx.x & 31)], out + b);
+}
+
+/* One q4_0 block of one row against the matching activation block: the integer dot c. */
+__device__ __forceinline__ int q4q8_block_dot(const uint4 w, const int4 xa, const int4 xb, int s8)
+{
+    int lo = s8, hi = 0;
+    lo = __dp4a((int)(w.x & 0x0F0F0F0Fu), xa.x, lo);
+    hi = dp4a_us(w.x & 0xF0F0F0F0u, xb.x, hi);
+    lo = __dp4a((int)(w.y & 0x0F0F0F0Fu), xa.y, lo);
+    hi = dp4a_us(w.y & 0xF0F0F0F0u, xb.y, hi);
+    lo = __dp4a((int)(w.z & 0x0F0F0F0Fu), xa.z, lo);
+    hi = dp4a_us(w.z & 0xF0F0F0F0u, xb.z, hi);
+    lo = __dp4a((int)(w.w & 0x0F0F0F0Fu), xa.w, lo);
+    hi = dp4a_us(w.w & 0xF0F0F0F0u, xb.w, hi);
+    return lo + (hi >> 4);
+}
+
+/* The dot products of NR rows with xq for one warp: U blocks per lane loaded before any is used.
+ * qrow[i]: the row's quant plane as uint4 (one per block), drow[i]: its scales; nb blocks.
+ * Returns the full sums in out[i] on every lane. */
+template <int NR, int U>
+__device__ __forceinline__ void q4q8_rows(const uint4 *const (&qrow)[NR], const __half *const (&drow)[NR], int nb,
+                                          const kc_q8blk *__restrict__ xq, float (&out)[NR])
+{
+    const int lane = threadIdx.x & 31;
+    float acc[NR];
+#pragma unroll
+    for (int i = 0; i < NR; i++) acc[i] = 0.0f;
+    for (int b0 = lane; b0 < nb; b0 += 32 * U) {
+        uint4 w[U][NR];
+        float dw[U][NR];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int b = b0 + 32 * u;
+#pragma unroll
+            for (int i = 0; i < NR; i++) {
+                if (b < nb) {
+                    w[u][i] = __ldg(qrow[i] + b);
+                    dw[u][i] = __half2float(__ldg(drow[i] + b));
+                } else {
+                    w[u][i] = make_uint4(0, 0, 0, 0);
+                    dw[u][i] = 0.0f;
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int b = b0 + 32 * u;
+            if (b < nb) {
+                const int4 *xv = (const int4 *)(xq + b);
+                const int4 xa = __ldg(xv), xb = __ldg(xv + 1), xe = __ldg(xv + 2);
+                const float xd = __int_as_float(xe.x);
+#pragma unroll
+                for (int i = 0; i < NR; i++) {
+                    const int c = q4q8_block_dot(w[u][i], xa, xb, xe.y);
+                    const float s = dw[u][i] * xd;
+                    acc[i] = acc[i] + s * (float)c;
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < NR; i++) out[i] = warp_sum(acc[i]);
+}
+
+#define Q8M_WARPS 8 /* warps per block of the q4 x q8 kernels */
+#define Q8_PREFETCH_BYTES 4096 /* per row: the quants L2-prefetched before kc_pdl_begin */
+
+/* Before waiting on the previous kernel (PDL), ask L2 for the first Q8_PREFETCH_BYTES of each of the
+ * warp's R rows and their first 512 bytes of scales: the weights do not depend on that kernel, so
+ * HBM keeps streaming through its tail and the launch gap (cuda/PERF-NOTES.md v7). */
+template <int R>
+__device__ __forceinline__ void q4q8_prefetch(const uint4 *const (&qrow)[R], const __half *const (&drow)[R], int nb)
+{
+    const int lane = threadIdx.x & 31;
+    const int qb = nb * 16 < Q8_PREFETCH_BYTES ? nb * 16 : Q8_PREFETCH_BYTES;
+    const int sb = nb * 2 < 512 ? nb * 2 : 512;
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        for (int c = lane * 128; c < qb; c += 32 * 128)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)qrow[i] + c));
+        for (int c = lane * 128; c < sb; c += 32 * 128)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"((const char *)drow[i] + c));
+    }
+}
+
+/* Up to KC_Q8_MATS matrices of one width in one launch: row group gg in [gstart[i], gstart[i+1])
+ * is rows (gg - gstart[i])*R.. of W[i]. */
+typedef struct q8_job {
+    kc_mat W[KC_Q8_MATS];
+    float *y[KC_Q8_MATS];
+    int gstart[KC_Q8_MATS + 1];
+    int n, accumulate, prefetch;
+} q8_job;
+
+/* y[i] (W[i].rows,) [+]= W[i] . x, x as xq (cols/32,) blocks. Rows past a matrix's end repeat its
+ * last row's loads (in bounds) and are not stored. */
+template <int R, int U>
+__global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8_kernel(const q8_job job, const kc_q8blk *__restrict__ xq)
+{
+    const int lane = threadIdx.x & 31;
+    const int gg = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5);
+    if (gg >= job.gstart[job.n]) {
+        kc_pdl_begin();
+        return;
+    }
+    int mi = 0;
+#pragma unroll
+    for (int i = 1; i < KC_Q8_MATS; i++)
+        if (i < job.n && gg >= job.gstart[i]) mi = i;
+    const kc_mat &W = job.W[mi];
+    const int rows = W.rows, nb = W.cols / 32;
+    float *y = job.y[mi];
+    const int r0 = (gg - job.gstart[mi]) * R;
+    const uint4 *qrow[R];
+    const __half *drow[R];
+#pragma unroll
+    for (int i = 0; i < R; i++) {
+        const int r = r0 + i < rows ? r0 + i : rows - 1;
+        qrow[i] = (const uint4 *)W.data + (size_t)r * nb;
+        drow[i] = W.d + (size_t)r * nb;
+    }
+    if (job.prefetch) q4q8_prefetch<R>(qrow, drow, nb);
+    kc_pdl_begin();
+    float s[R];
+    q4q8_rows<R, U>(qrow, drow, nb, xq, s);
+    if (lane == 0) {
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            if (r0 + i < rows) y[r0 + i] = job.accumulate ? y[r0 + i] + s[i] : s[i];
+    }
+}
+
+/* y (G.rows,) = silu(G . x) * (U . x): row group g = gate and up rows g*P.. (2P streams) */
+template <int P, int U>
+__global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_swiglu_q8_kernel(const kc_mat G, const kc_mat Up,
+                                                                           const kc_q8blk *__restrict__ xq,
+                                                                           float *__restrict__ y)
+{
+    const int lane = threadIdx.x & 31;
+    const int nb = G.cols / 32, ng = (G.rows + P - 1) / P;
+    const int g = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5);
+    if (g >= ng) {
+        kc_pdl_begin();
+        return;
+    }
+    const int r0 = g * P;
+    const uint4 *qrow[2 * P];
+    const __half *drow[2 * P];
+#pragma unroll
+    for (int i = 0; i < P; i++) {
+        const int r = r0 + i < G.rows ? r0 + i : G.rows - 1;
+        qrow[i] = (const uint4 *)G.data + (size_t)r * nb;
+        drow[i] = G.d + (size_t)r * nb;
+        qrow[P + i] = (const uint4 *)Up.data + (size_t)r * nb;
+        drow[P + i] = Up.d + (size_t)r * nb;
+    }
+    if (G.prefetch) q4q8_prefetch<2 * P>(qrow, drow, nb);
+    kc_pdl_begin();
+    float s[2 * P];
+    q4q8_rows<2 * P, U>(qrow, drow, nb, xq, s);
+    if (lane == 0) {
+#pragma unroll
+        for (int i = 0; i < P; i++)
+            if (r0 + i < G.rows) y[r0 + i] = s[i] / (1.0f + expf(-s[i])) * s[P + i];
+    }
+}
+
+#endif
