@@ -108,6 +108,7 @@ typedef cudaError_t (*launch_fn)(const shape *s, mats *M, int c, int R, int U, c
                                  float *y0, float *y1, cudaStream_t st);
 
 static int g_prefetch; /* kc_mat.prefetch of the q8 launches */
+static int g_q8kind = 1; /* kc_mat.q8kind: the R x U grid measures the streaming kernel */
 
 static cudaError_t launch_q8(const shape *s, mats *M, int c, int R, int U, const float *x, const kc_q8blk *xq,
                              float *y0, float *y1, cudaStream_t st)
@@ -118,16 +119,19 @@ static cudaError_t launch_q8(const shape *s, mats *M, int c, int R, int U, const
     a.unroll = U;
     a.layout = 0;
     a.prefetch = g_prefetch;
+    a.q8kind = g_q8kind;
     if (s->swiglu) {
         kc_mat b = M->b[c];
         b.layout = 0;
-        return kc_matvec_swiglu_q8(&a, &b, xq, y0, st);
+        b.q8kind = g_q8kind;
+        return kc_matvec_swiglu_q8(&a, &b, xq, y0, NULL, NULL, st);
     }
     const kc_mat *W[2] = {&a, M->b.empty() ? NULL : &M->b[c]};
     kc_mat b;
     if (!M->b.empty()) {
         b = M->b[c];
         b.layout = 0;
+        b.q8kind = g_q8kind;
         W[1] = &b;
     }
     float *Y[2] = {y0, y1};
@@ -287,6 +291,34 @@ int main(int argc, char **argv)
                 }
             kc_set_pdl(0);
             g_prefetch = 0;
+        }
+        /* the x-stationary kernel (v10; the engine's default up to 6144 columns), bit-identical to R=1 U=1 */
+        {
+            kc_mat probe = M.a[0];
+            probe.q8kind = 0;
+            if (kc_q8_stationary(&probe)) {
+                g_q8kind = 0;
+                for (int pdl = 0; pdl <= 1; pdl++) {
+                    kc_set_pdl(pdl);
+                    if (time_variant(s, &M, launch_q8, 1, 1, x, xq, y0, y1, st, &us)) return 1;
+                    printf("%s\tq8_xstationary_pdl%d\t1\t-\t%.2f\t%.0f\t%llu\n", s->name, pdl, us, M.bytes / us / 1e3,
+                           (unsigned long long)M.bytes);
+                }
+                kc_set_pdl(0);
+                shape s0 = *s;
+                s0.accumulate = 0;
+                CK(launch_q8(&s0, &M, 0, 1, 1, x, xq, y0, y1, st));
+                CK(cudaStreamSynchronize(st));
+                std::vector<float> a(rows_out), b(rows_out);
+                CK(cudaMemcpy(a.data(), ref, rows_out * 4, cudaMemcpyDeviceToHost));
+                CK(cudaMemcpy(b.data(), y0, s->rows0 * 4, cudaMemcpyDeviceToHost));
+                if (s->rows1 && !s->swiglu) CK(cudaMemcpy(b.data() + s->rows0, y1, s->rows1 * 4, cudaMemcpyDeviceToHost));
+                if (memcmp(a.data(), b.data(), rows_out * 4)) {
+                    printf("# MISMATCH %s x-stationary vs R=1 U=1\n", s->name);
+                    fails++;
+                }
+                g_q8kind = 1;
+            }
         }
         for (int c = 0; c < M.ncopy; c++) {
             cudaFree(M.a[c].data);

@@ -13,7 +13,8 @@
  * products (default), or f32 activations with exact float dots), gemv_unroll=0|1|2|4 (q8 GEMV
  * blocks per lane loaded before use, 0 = by rows; for A/B), pdl=0|1 (programmatic dependent
  * launch of the step's kernels, default 1), gemv_prefetch=0|1 (q8 GEMVs L2-prefetch their first
- * weights before waiting on the previous kernel, default 0),
+ * weights before waiting on the previous kernel, default 0), q8gemv=xs|stream (q8 GEMVs up to 6144
+ * columns: activation blocks held in registers by a persistent grid (default), or the streaming kernel),
  * threads=N (accepted for suite compatibility, unused).
  * Everything but kestrel_engine_entry has hidden visibility.
  */
@@ -56,7 +57,7 @@ struct kestrel_engine {
 };
 
 typedef struct kc_opts {
-    int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch;
+    int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -95,6 +96,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->dot_q8 = 1;
     o->pdl = 1;
     o->gemv_prefetch = 0;
+    o->q8kind = 0;
     o->gemv_unroll = 0;
     o->vram_limit = 0;
     if (!options || !*options) return 0;
@@ -131,6 +133,15 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
             }
             continue;
         }
+        if (!strcmp(kv, "q8gemv")) {
+            if (!strcmp(val, "xs")) o->q8kind = 0;
+            else if (!strcmp(val, "stream")) o->q8kind = 1;
+            else {
+                fmt_err(err, err_len, "options: q8gemv=%s: expected xs or stream", val);
+                goto cleanup;
+            }
+            continue;
+        }
         if (!strcmp(kv, "dot")) {
             if (!strcmp(val, "q8")) o->dot_q8 = 1;
             else if (!strcmp(val, "f32")) o->dot_q8 = 0;
@@ -156,7 +167,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -440,6 +451,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->dot_q8 = o.dot_q8;
     e->m->pdl = o.pdl;
     e->m->gemv_prefetch = o.gemv_prefetch;
+    e->m->q8kind = o.q8kind;
     e->m->gemv_unroll = o.gemv_unroll;
     if (gguf_open(model_path, &f, err, err_len)) goto cleanup;
     ld.f = f;

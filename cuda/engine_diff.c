@@ -10,7 +10,12 @@
  * runs it; the suite format has no case kind for two engines yet.
  *
  * usage: engine_diff --a LIB --b LIB --model FILE.gguf --tokens 1,2,3
- *                    [--greedy N] [--tol X] [--a-options S] [--b-options S]
+ *                    [--greedy N] [--tol X] [--median-tol Y] [--a-options S] [--b-options S]
+ * --median-tol: the median over prompt positions of max_rel must also be <= Y. Why: with 8-bit
+ * activations (dot=q8) a last-bit difference in an f32 op (another summation order) sometimes moves
+ * one activation across a rounding boundary, and on the tiny fixtures that moves a position's logits by
+ * a few 1e-2 (docs/cuda-engine.md); a wiring error moves every position. So q8 pairs run with a loose
+ * --tol and a tight --median-tol.
  * Prints one line per check, then `PASS` or `FAIL`; exit 0 pass, 1 fail,
  * 2 bad input or an engine error.
  */
@@ -92,7 +97,7 @@ int main(int argc, char **argv)
     side a = {0}, b = {0};
     const char *model = NULL, *toks = NULL;
     int greedy = 8, ntok = 0, rc = 2, pass = 1;
-    double tol = 1e-3;
+    double tol = 1e-3, median_tol = -1;
     int32_t *tk = NULL, *seq = NULL;
     float *la = NULL, *lb = NULL;
     char err[1024];
@@ -104,6 +109,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--tokens")) toks = argv[i + 1];
         else if (!strcmp(argv[i], "--greedy")) greedy = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--tol")) tol = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--median-tol")) median_tol = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--a-options")) a.opts = argv[i + 1];
         else if (!strcmp(argv[i], "--b-options")) b.opts = argv[i + 1];
         else {
@@ -113,7 +119,7 @@ int main(int argc, char **argv)
     }
     if (!a.lib || !b.lib || !model || !toks || greedy < 0 || !(tol > 0)) {
         fprintf(stderr, "usage: engine_diff --a LIB --b LIB --model FILE.gguf --tokens 1,2,3 [--greedy N] [--tol X] "
-                        "[--a-options S] [--b-options S]\n");
+                        "[--median-tol Y] [--a-options S] [--b-options S]\n");
         return 2;
     }
     if (parse_tokens(toks, &tk, &ntok)) {
@@ -149,16 +155,33 @@ int main(int argc, char **argv)
         free(am_b);
         goto cleanup;
     }
-    double worst = 0;
+    double worst = 0, *rel = malloc((size_t)ntok * sizeof *rel);
     int worst_pos = 0, am_eq = 0;
+    if (!rel) {
+        fprintf(stderr, "engine_diff: out of memory\n");
+        free(am_a);
+        free(am_b);
+        goto cleanup;
+    }
     for (int t = 0; t < ntok; t++) {
         double r = max_rel(la + (size_t)t * V, lb + (size_t)t * V, V);
         if (r > worst || r != r) { worst = r; worst_pos = t; }
+        rel[t] = r != r ? INFINITY : r;
         am_eq += am_a[t] == am_b[t];
     }
-    printf("prompt: %d positions, worst max_rel %.3e at position %d (tol %.0e), argmax equal %d/%d\n", ntok, worst,
-           worst_pos, tol, am_eq, ntok);
-    pass &= worst <= tol && am_eq == ntok;
+    for (int i = 1; i < ntok; i++) /* insertion sort: a few dozen positions */
+        for (int j = i; j > 0 && rel[j] < rel[j - 1]; j--) {
+            const double t = rel[j];
+            rel[j] = rel[j - 1];
+            rel[j - 1] = t;
+        }
+    const double median = ntok % 2 ? rel[ntok / 2] : 0.5 * (rel[ntok / 2 - 1] + rel[ntok / 2]);
+    free(rel);
+    printf("prompt: %d positions, worst max_rel %.3e at position %d (tol %.0e), median %.3e", ntok, worst, worst_pos,
+           tol, median);
+    if (median_tol >= 0) printf(" (tol %.0e)", median_tol);
+    printf(", argmax equal %d/%d\n", am_eq, ntok);
+    pass &= worst <= tol && am_eq == ntok && (median_tol < 0 || median <= median_tol);
     /* greedy: each side continues from its own argmax; the sequences must be identical */
     int32_t na = am_a[ntok - 1], nb = am_b[ntok - 1];
     int div = -1;

@@ -44,12 +44,17 @@ __device__ __forceinline__ float delta_column(float *s, int st, int kd, const fl
     return oa;
 }
 
-/* S (vh, kd, vd); q, k (kh, kd); v, o (vh, vd); g, beta (vh,). grid = vh, dynamic smem 2*kd floats. */
+/* S (vh, kd, vd); q, k (kh, kd); v, o (vh, vd); g, beta (vh,). grid = vh, dynamic smem 2*kd floats.
+ * z != NULL (KDT == 128 only): the gated RMS norm of the head follows in the same block, y (vh, vd) =
+ * w * (o * rsqrt(mean(o^2) + eps)) * silu(z), quantised into yq (vh*vd/32,): gated_rmsnorm_q8's
+ * arithmetic in its order (block_sum over the same 128 threads), so bit-identical to the two launches. */
 template <int KDT>
 __global__ void delta_step_kernel(float *__restrict__ S, const float *__restrict__ q,
                                   const float *__restrict__ k, const float *__restrict__ v,
                                   const float *__restrict__ g, const float *__restrict__ beta,
-                                  float *__restrict__ o, int kh, int kd, int vh, int vd)
+                                  float *__restrict__ o, int kh, int kd, int vh, int vd,
+                                  const float *__restrict__ z, const float *__restrict__ w, float eps,
+                                  float *__restrict__ y, kc_q8blk *__restrict__ yq)
 {
     kc_pdl_begin();
     extern __shared__ float sh[];
@@ -77,6 +82,16 @@ __global__ void delta_step_kernel(float *__restrict__ S, const float *__restrict
 #pragma unroll
         for (int dk = 0; dk < KDT; dk++) Sm[(size_t)dk * KDT + dv] = Sr[dk];
         o[(size_t)vi * KDT + dv] = oa;
+        if (z) {
+            __shared__ float red[32];
+            const size_t i = (size_t)vi * KDT + dv;
+            const float ss = block_sum(oa * oa, red);
+            const float inv = rsqrtf(ss / (float)vd + eps); /* vd == KDT here */
+            const float zz = z[i];
+            const float yv = w[dv] * (oa * inv) * (zz / (1.0f + expf(-zz)));
+            y[i] = yv;
+            q8_quantize_warp(yv, yq + i / 32);
+        }
     }
 }
 

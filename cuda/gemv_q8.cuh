@@ -201,11 +201,17 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8_kernel(const q8_job 
     }
 }
 
-/* y (G.rows,) = silu(G . x) * (U . x): row group g = gate and up rows g*P.. (2P streams) */
+/* y (G.rows,) = silu(G . x) * (U . x): row group g = gate and up rows g*P.. (2P streams).
+ * yq != NULL (G.rows % 32 == 0): y is also quantised (quantize_q8) for the down projection: each
+ * block (8P rows, inside one group of 32) counts its rows into cnt[r/32] after a fence; the block
+ * that completes a group quantises it and re-arms the counter (cnt (G.rows/32,) zero between calls).
+ * Counting per warp instead cost +5.6 us per launch (27B: 17408 fences and atomics). */
 template <int P, int U>
 __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_swiglu_q8_kernel(const kc_mat G, const kc_mat Up,
                                                                            const kc_q8blk *__restrict__ xq,
-                                                                           float *__restrict__ y)
+                                                                           float *__restrict__ y,
+                                                                           kc_q8blk *__restrict__ yq,
+                                                                           unsigned int *__restrict__ cnt)
 {
     const int lane = threadIdx.x & 31;
     const int nb = G.cols / 32, ng = (G.rows + P - 1) / P;
@@ -233,6 +239,139 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_swiglu_q8_kernel(const 
 #pragma unroll
         for (int i = 0; i < P; i++)
             if (r0 + i < G.rows) y[r0 + i] = s[i] / (1.0f + expf(-s[i])) * s[P + i];
+    }
+    if (yq) { /* every block is full here: rows % 32 == 0 and 8P rows per block divide 32 */
+        __shared__ int last;
+        const int grp = r0 / 32;
+        __syncthreads(); /* the block's rows are written */
+        if (threadIdx.x == 0) {
+            __threadfence(); /* ... and visible before the block is counted */
+            last = atomicAdd(&cnt[grp], (unsigned)(Q8M_WARPS * P)) + Q8M_WARPS * P == 32;
+        }
+        __syncthreads();
+        if (last && threadIdx.x < 32) {
+            __threadfence();
+            q8_quantize_warp(__ldcg(&y[grp * 32 + lane]), yq + grp);
+            if (lane == 0) cnt[grp] = 0;
+        }
+    }
+}
+
+/* ---- x-stationary variant (v10): each lane keeps its activation blocks in registers ----
+ * Lane l of every warp only ever needs the x blocks b = l, l+32, ..., l+32(NBL-1) (the lane-strided
+ * order), whatever the row. So a persistent grid of warps loads its x blocks ONCE (after the PDL
+ * wait) and then walks rows with the grid's stride, each row costing only its weight loads: all
+ * NBL 16-byte loads of a row are issued before the first is used. Why: the v6 kernel reloads x (3
+ * LDG.128 per block per row: 3x the weight bytes through L1) and keeps one block per lane in flight;
+ * bench_gemv showed 5120-column matrices at 2.2-3.4 TB/s. Per row the arithmetic and its order are
+ * q4q8_rows' (bit-identical), so the CPU twin matvec_q8 still matches bit for bit. cols <= 1024*NBL. */
+template <int NBL>
+__device__ __forceinline__ void q8x_load_w(const uint4 *__restrict__ q, const __half *__restrict__ d, int nb,
+                                           uint4 (&w)[NBL], float (&dw)[NBL])
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int k = 0; k < NBL; k++) {
+        const int b = lane + 32 * k;
+        if (b < nb) {
+            w[k] = __ldg(q + b);
+            dw[k] = __half2float(__ldg(d + b));
+        } else {
+            w[k] = make_uint4(0, 0, 0, 0);
+            dw[k] = 0.0f;
+        }
+    }
+}
+
+template <int NBL>
+__device__ __forceinline__ float q8x_dot(const uint4 (&w)[NBL], const float (&dw)[NBL], int nb, const int4 (&xa)[NBL],
+                                         const int4 (&xb)[NBL], const float (&xd)[NBL], const int (&xs)[NBL])
+{
+    const int lane = threadIdx.x & 31;
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NBL; k++) {
+        if (lane + 32 * k < nb) {
+            const int c = q4q8_block_dot(w[k], xa[k], xb[k], xs[k]);
+            const float sc = dw[k] * xd[k];
+            acc = acc + sc * (float)c;
+        }
+    }
+    return warp_sum(acc);
+}
+
+template <int NBL>
+__device__ __forceinline__ void q8x_load_x(const kc_q8blk *__restrict__ xq, int nb, int4 (&xa)[NBL], int4 (&xb)[NBL],
+                                           float (&xd)[NBL], int (&xs)[NBL])
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int k = 0; k < NBL; k++) {
+        const int b = lane + 32 * k;
+        if (b < nb) {
+            const int4 *xv = (const int4 *)(xq + b);
+            xa[k] = __ldg(xv);
+            xb[k] = __ldg(xv + 1);
+            const int4 xe = __ldg(xv + 2);
+            xd[k] = __int_as_float(xe.x);
+            xs[k] = xe.y;
+        } else {
+            xa[k] = xb[k] = make_int4(0, 0, 0, 0);
+            xd[k] = 0.0f;
+            xs[k] = 0;
+        }
+    }
+}
+
+/* the q8_job matrices (rows concatenated, one row per warp step, R = 1), x stationary */
+template <int NBL>
+__global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8x_kernel(const q8_job job, const kc_q8blk *__restrict__ xq)
+{
+    kc_pdl_begin();
+    const int lane = threadIdx.x & 31, nb = job.W[0].cols / 32;
+    int4 xa[NBL], xb[NBL];
+    float xd[NBL];
+    int xs[NBL];
+    q8x_load_x<NBL>(xq, nb, xa, xb, xd, xs);
+    const int total = job.gstart[job.n], stride = gridDim.x * Q8M_WARPS;
+    for (int gg = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5); gg < total; gg += stride) {
+        int mi = 0;
+#pragma unroll
+        for (int i = 1; i < KC_Q8_MATS; i++)
+            if (i < job.n && gg >= job.gstart[i]) mi = i;
+        const kc_mat &W = job.W[mi];
+        const int r = gg - job.gstart[mi];
+        uint4 w[NBL];
+        float dw[NBL];
+        q8x_load_w<NBL>((const uint4 *)W.data + (size_t)r * nb, W.d + (size_t)r * nb, nb, w, dw);
+        const float s = q8x_dot<NBL>(w, dw, nb, xa, xb, xd, xs);
+        if (lane == 0) {
+            float *y = job.y[mi];
+            y[r] = job.accumulate ? y[r] + s : s;
+        }
+    }
+}
+
+/* y (G.rows,) = silu(G . x) * (U . x), x stationary, one gate/up row pair per warp step */
+template <int NBL>
+__global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_swiglu_q8x_kernel(const kc_mat G, const kc_mat Up,
+                                                                            const kc_q8blk *__restrict__ xq,
+                                                                            float *__restrict__ y)
+{
+    kc_pdl_begin();
+    const int lane = threadIdx.x & 31, nb = G.cols / 32;
+    int4 xa[NBL], xb[NBL];
+    float xd[NBL];
+    int xs[NBL];
+    q8x_load_x<NBL>(xq, nb, xa, xb, xd, xs);
+    for (int r = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5); r < G.rows; r += gridDim.x * Q8M_WARPS) {
+        uint4 wg[NBL], wu[NBL];
+        float dg[NBL], du[NBL];
+        q8x_load_w<NBL>((const uint4 *)G.data + (size_t)r * nb, G.d + (size_t)r * nb, nb, wg, dg);
+        q8x_load_w<NBL>((const uint4 *)Up.data + (size_t)r * nb, Up.d + (size_t)r * nb, nb, wu, du);
+        const float g = q8x_dot<NBL>(wg, dg, nb, xa, xb, xd, xs);
+        const float u = q8x_dot<NBL>(wu, du, nb, xa, xb, xd, xs);
+        if (lane == 0) y[r] = g / (1.0f + expf(-g)) * u;
     }
 }
 

@@ -17,7 +17,6 @@
  * launch it is part of, so fused (pair, SwiGLU) and separate launches are bit-identical.
  */
 #include "kernels.cuh"
-#include "gdn_delta.cuh"
 
 #include <string.h>
 
@@ -426,6 +425,8 @@ int kc_gemv_rpw(const kc_mat *W)
  * engine calls it before any graph capture) or on first use. */
 static int g_q4m_slots[5];
 
+static cudaError_t q8x_setup(void);
+
 cudaError_t kc_gemv_setup(void)
 {
     int dev = 0, sms = 0, nb[5] = {0, 0, 0, 0, 0};
@@ -440,7 +441,7 @@ cudaError_t kc_gemv_setup(void)
         e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb[4], matvec_swiglu_q4m_kernel<2>, 32 * Q4M_WARPS, 0);
     if (e != cudaSuccess) return e;
     for (int i = 0; i < 5; i++) g_q4m_slots[i] = sms * (nb[i] > 0 ? nb[i] : 1);
-    return cudaSuccess;
+    return q8x_setup();
 }
 
 /* grid for `blocks` blocks of q4m kernel `which`: at most one resident wave */
@@ -569,6 +570,69 @@ static int q8_unroll(const kc_mat *W)
         else kc_launch(KERNEL<R, 2>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__);                         \
     } while (0)
 
+/* x-stationary kernels: blocks per lane NBL = 1..Q8X_MAX_NBL (cols <= 1024 * NBL); their resident
+ * blocks on the device (persistent grids), filled by kc_gemv_setup */
+#define Q8X_MAX_NBL 6
+static int g_q8x_slots[2][Q8X_MAX_NBL + 1];
+
+template <int NBL>
+static cudaError_t q8x_occupancy(int sms)
+{
+    int a = 0, b = 0;
+    cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, matvec_q8x_kernel<NBL>, 32 * Q8M_WARPS, 0);
+    if (e == cudaSuccess)
+        e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, matvec_swiglu_q8x_kernel<NBL>, 32 * Q8M_WARPS, 0);
+    g_q8x_slots[0][NBL] = sms * (a > 0 ? a : 1);
+    g_q8x_slots[1][NBL] = sms * (b > 0 ? b : 1);
+    return e;
+}
+
+static cudaError_t q8x_setup(void)
+{
+    int dev = 0, sms = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = q8x_occupancy<1>(sms);
+    if (e == cudaSuccess) e = q8x_occupancy<2>(sms);
+    if (e == cudaSuccess) e = q8x_occupancy<3>(sms);
+    if (e == cudaSuccess) e = q8x_occupancy<4>(sms);
+    if (e == cudaSuccess) e = q8x_occupancy<5>(sms);
+    if (e == cudaSuccess) e = q8x_occupancy<6>(sms);
+    return e;
+}
+
+/* persistent grid of kernel `sw` (0 matvec, 1 swiglu) for `rows` warp steps */
+static int q8x_grid(int sw, int nbl, int rows)
+{
+    if (!g_q8x_slots[sw][nbl] && q8x_setup() != cudaSuccess) g_q8x_slots[sw][nbl] = 132;
+    const int need = (rows + Q8M_WARPS - 1) / Q8M_WARPS;
+    return need < g_q8x_slots[sw][nbl] ? need : g_q8x_slots[sw][nbl];
+}
+
+#define Q8X_DISPATCH(KERNEL, nbl, grid, st, ...)                                                  \
+    do {                                                                                          \
+        switch (nbl) {                                                                            \
+        case 1: kc_launch(KERNEL<1>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__); break;            \
+        case 2: kc_launch(KERNEL<2>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__); break;            \
+        case 3: kc_launch(KERNEL<3>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__); break;            \
+        case 4: kc_launch(KERNEL<4>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__); break;            \
+        case 5: kc_launch(KERNEL<5>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__); break;            \
+        default: kc_launch(KERNEL<6>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__); break;           \
+        }                                                                                         \
+    } while (0)
+
+/* blocks per lane of the x-stationary kernel for this matrix, or 0 when it takes the streaming one.
+ * Measured alone (bench_gemv, H200, PERF-NOTES v10): x-stationary gate/up 26.9 us vs 29.5 streaming,
+ * qkv+z, wq, ssm_out within 1%, but the 248320-row lm_head 177 vs 164 (streaming R = U = 2): tall
+ * matrices stream. */
+static int q8x_nbl(const kc_mat *W)
+{
+    const int nbl = (W->cols / 32 + 31) / 32;
+    return W->q8kind == 0 && nbl <= Q8X_MAX_NBL && W->rows <= 65536 ? nbl : 0;
+}
+
+int kc_q8_stationary(const kc_mat *W) { return q8x_nbl(W) > 0; }
+
 cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const kc_q8blk *xq, int accumulate,
                          cudaStream_t st)
 {
@@ -587,6 +651,13 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
     job.n = n;
     job.accumulate = accumulate;
     job.prefetch = W[0]->prefetch;
+    const int nbl = q8x_nbl(W[0]);
+    if (nbl) { /* one row per warp step: R = 1 row groups */
+        for (int i = 0; i < n; i++) job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
+        for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
+        Q8X_DISPATCH(matvec_q8x_kernel, nbl, q8x_grid(0, nbl, job.gstart[n]), st, job, xq);
+        return cudaGetLastError();
+    }
     const int grid = (job.gstart[n] + Q8M_WARPS - 1) / Q8M_WARPS;
     if (R == 4) Q8_DISPATCH_U(matvec_q8_kernel, 4, U, grid, st, job, xq);
     else if (R == 1) Q8_DISPATCH_U(matvec_q8_kernel, 1, U, grid, st, job, xq);
@@ -594,15 +665,21 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
     return cudaGetLastError();
 }
 
-cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk *xq, float *y, cudaStream_t st)
+cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk *xq, float *y, kc_q8blk *yq,
+                                unsigned int *cnt, cudaStream_t st)
 {
     if (G->type != GGML_Q4_0 || U->type != GGML_Q4_0 || G->layout != 0 || U->layout != 0 || G->cols != U->cols ||
-        G->rows != U->rows)
+        G->rows != U->rows || (yq && (!cnt || G->rows % 32)))
         return cudaErrorInvalidValue;
+    const int nbl = q8x_nbl(G);
+    if (nbl && !yq) {
+        Q8X_DISPATCH(matvec_swiglu_q8x_kernel, nbl, q8x_grid(1, nbl, G->rows), st, *G, *U, xq, y);
+        return cudaGetLastError();
+    }
     const int P = q8_rpw(G) >= 2 ? 2 : 1, UN = q8_unroll(G); /* 2P row streams per warp */
     const int grid = ((G->rows + P - 1) / P + Q8M_WARPS - 1) / Q8M_WARPS;
-    if (P == 2) Q8_DISPATCH_U(matvec_swiglu_q8_kernel, 2, UN, grid, st, *G, *U, xq, y);
-    else Q8_DISPATCH_U(matvec_swiglu_q8_kernel, 1, UN, grid, st, *G, *U, xq, y);
+    if (P == 2) Q8_DISPATCH_U(matvec_swiglu_q8_kernel, 2, UN, grid, st, *G, *U, xq, y, yq, cnt);
+    else Q8_DISPATCH_U(matvec_swiglu_q8_kernel, 1, UN, grid, st, *G, *U, xq, y, yq, cnt);
     return cudaGetLastError();
 }
 
@@ -690,10 +767,78 @@ cudaError_t kc_rmsnorm(const float *x, int xs, const float *w, float *y, int ys,
     return cudaGetLastError();
 }
 
+/* One row of n = 8 * blockDim.x values, 8 contiguous per thread (two float4): one pass, no loop;
+ * four threads hold one q8 block, so the quantisation takes 2 shuffles per reduction instead of 5.
+ * Why: the 1024-thread rmsnorm_q8 ran ~5 us for n = 5120 (5 passes of warp-wide reductions), twice
+ * per layer. Its sum of squares is in another order than rmsnorm_kernel's (y within ~1e-7). */
+__global__ void rmsnorm8_q8_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
+                                   kc_q8blk *__restrict__ yq, int n, float eps)
+{
+    kc_pdl_begin();
+    __shared__ float sh[32];
+    const int t = threadIdx.x;
+    const float4 a = ((const float4 *)x)[2 * t], b = ((const float4 *)x)[2 * t + 1];
+    float ss = a.x * a.x;
+    ss += a.y * a.y;
+    ss += a.z * a.z;
+    ss += a.w * a.w;
+    ss += b.x * b.x;
+    ss += b.y * b.y;
+    ss += b.z * b.z;
+    ss += b.w * b.w;
+    ss = block_sum(ss, sh);
+    const float inv = rsqrtf(ss / (float)n + eps);
+    const float4 wa = ((const float4 *)w)[2 * t], wb = ((const float4 *)w)[2 * t + 1];
+    const float v[8] = {a.x * inv * wa.x, a.y * inv * wa.y, a.z * inv * wa.z, a.w * inv * wa.w,
+                        b.x * inv * wb.x, b.y * inv * wb.y, b.z * inv * wb.z, b.w * inv * wb.w};
+    ((float4 *)y)[2 * t] = make_float4(v[0], v[1], v[2], v[3]);
+    ((float4 *)y)[2 * t + 1] = make_float4(v[4], v[5], v[6], v[7]);
+    /* quantize_q8 of the block of 32 held by threads 4j..4j+3 */
+    float amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const float f = fabsf(v[k]);
+        amax = (f > amax || f != f) ? f : amax;
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+        const float o = __shfl_xor_sync(0xffffffffu, amax, off);
+        amax = (o > amax || o != o) ? o : amax;
+    }
+    const float d = __fdiv_rn(amax, 127.0f);
+    const float id = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+    uint32_t packed[2] = {0, 0};
+    int sum = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        float s = __fmul_rn(v[k], id);
+        int q = 0;
+        if (s == s) {
+            s = fminf(fmaxf(s, -127.0f), 127.0f);
+            q = __float2int_rn(s);
+        }
+        sum += q;
+        packed[k / 4] |= (uint32_t)(q & 0xff) << (8 * (k % 4));
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    kc_q8blk *blk = yq + t / 4;
+    *(uint2 *)(blk->q + 8 * (t % 4)) = make_uint2(packed[0], packed[1]);
+    if (t % 4 == 0) {
+        blk->d = d;
+        blk->s8 = -8 * sum;
+        blk->pad[0] = 0;
+        blk->pad[1] = 0;
+    }
+}
+
 cudaError_t kc_rmsnorm_q8(const float *x, const float *w, float *y, kc_q8blk *yq, int n, float eps, cudaStream_t st)
 {
     if (n <= 0 || n % 32) return cudaErrorInvalidValue;
-    kc_launch(rmsnorm_kernel, 1, norm_threads(n), 0, st, x, n, w, y, n, n, eps, yq);
+    if (n % 256 == 0 && n / 8 <= 1024 && ((uintptr_t)x | (uintptr_t)w | (uintptr_t)y) % 16 == 0)
+        kc_launch(rmsnorm8_q8_kernel, 1, n / 8, 0, st, x, w, y, yq, n, eps);
+    else
+        kc_launch(rmsnorm_kernel, 1, norm_threads(n), 0, st, x, n, w, y, n, n, eps, yq);
     return cudaGetLastError();
 }
 
@@ -824,7 +969,8 @@ __global__ void gdn_prep_kernel(const float *__restrict__ x, float *__restrict__
                                 float *__restrict__ qn, float *__restrict__ kn, const float *__restrict__ b,
                                 const float *__restrict__ a, const float *__restrict__ ssm_a,
                                 const float *__restrict__ dt_bias, float *__restrict__ beta, float *__restrict__ g,
-                                int vh)
+                                int vh, const float *__restrict__ xn, const float *__restrict__ Wb,
+                                const float *__restrict__ Wa, int D)
 {
     kc_pdl_begin();
     __shared__ float sh[32];
@@ -844,23 +990,49 @@ __global__ void gdn_prep_kernel(const float *__restrict__ x, float *__restrict__
     } else if (blk < nqk + nv) {
         const int c = nqk * kd + (blk - nqk) * T + threadIdx.x;
         if (c < C) conv_channel(x, hist, w, y, C, K, c);
-    } else {
+    } else if (!Wb) {
         const int i = (blk - nqk - nv) * T + threadIdx.x;
         if (i < vh) beta_g_one(b, a, ssm_a, dt_bias, beta, g, i);
+    } else { /* one projection row of xn (f32, D): r < vh beta row r -> b, beta; else alpha row -> a, g */
+        const int r = blk - nqk - nv, h = r < vh ? r : r - vh;
+        const float4 *wr = (const float4 *)((r < vh ? Wb : Wa) + (size_t)h * D), *x4 = (const float4 *)xn;
+        float sd = 0.0f;
+        for (int i = threadIdx.x; i < D / 4; i += T) {
+            const float4 wv = wr[i], xv = x4[i];
+            sd += wv.x * xv.x;
+            sd += wv.y * xv.y;
+            sd += wv.z * xv.z;
+            sd += wv.w * xv.w;
+        }
+        sd = block_sum(sd, sh);
+        if (threadIdx.x == 0) {
+            if (r < vh) { /* beta_g_one's formulas, one half each */
+                ((float *)b)[h] = sd;
+                beta[h] = 1.0f / (1.0f + expf(-sd));
+            } else {
+                ((float *)a)[h] = sd;
+                const float xa = sd + dt_bias[h];
+                const float sp = xa > 20.0f ? xa : log1pf(expf(xa));
+                g[h] = ssm_a[h] * sp;
+            }
+        }
     }
 }
 
 cudaError_t kc_gdn_prep(const float *x, float *hist, const float *w, float *y, int C, int K, int kh, int kd,
                         float qscale, float *qn, float *kn, const float *b, const float *a, const float *ssm_a,
-                        const float *dt_bias, float *beta, float *g, int vh, cudaStream_t st)
+                        const float *dt_bias, float *beta, float *g, int vh, const float *xn, const float *Wb,
+                        const float *Wa, int D, cudaStream_t st)
 {
     const int T = norm_threads(kd);
-    if (C < 2 * kh * kd) return cudaErrorInvalidValue;
-    const int grid = 2 * kh + (C - 2 * kh * kd + T - 1) / T + (vh + T - 1) / T;
+    if (C < 2 * kh * kd || (Wb && (!Wa || !xn || D <= 0 || D % 4))) return cudaErrorInvalidValue;
+    const int grid = 2 * kh + (C - 2 * kh * kd + T - 1) / T + (Wb ? 2 * vh : (vh + T - 1) / T);
     kc_launch(gdn_prep_kernel, grid, T, 0, st, x, hist, w, y, C, K, kh, kd, qscale, qn, kn, b, a, ssm_a, dt_bias, beta,
-                                        g, vh);
+              g, vh, xn, Wb, Wa, D);
     return cudaGetLastError();
 }
+
+#include "gdn_delta.cuh" /* after block_sum and q8_quantize_warp: the fused epilogue uses them */
 
 cudaError_t kc_delta_step(float *S, const float *q, const float *k, const float *v, const float *g,
                           const float *beta, float *o, int kh, int kd, int vh, int vd, int variant,
@@ -871,10 +1043,22 @@ cudaError_t kc_delta_step(float *S, const float *q, const float *k, const float 
     if (variant == 1 && !reg_ok) return cudaErrorInvalidValue;
     const size_t smem = 2 * (size_t)kd * sizeof(float);
     if (variant == 1)
-        kc_launch(delta_step_kernel<128>, vh, 128, smem, st, S, q, k, v, g, beta, o, kh, kd, vh, vd);
+        kc_launch(delta_step_kernel<128>, vh, 128, smem, st, S, q, k, v, g, beta, o, kh, kd, vh, vd,
+                  (const float *)NULL, (const float *)NULL, 0.0f, (float *)NULL, (kc_q8blk *)NULL);
     else
-        kc_launch(delta_step_kernel<0>, vh, vd < 256 ? ((vd + 31) / 32) * 32 : 256, smem, st, 
-            S, q, k, v, g, beta, o, kh, kd, vh, vd);
+        kc_launch(delta_step_kernel<0>, vh, vd < 256 ? ((vd + 31) / 32) * 32 : 256, smem, st, S, q, k, v, g, beta,
+                  o, kh, kd, vh, vd, (const float *)NULL, (const float *)NULL, 0.0f, (float *)NULL,
+                  (kc_q8blk *)NULL);
+    return cudaGetLastError();
+}
+
+cudaError_t kc_delta_step_norm_q8(float *S, const float *q, const float *k, const float *v, const float *g,
+                                  const float *beta, float *o, const float *z, const float *w, float eps,
+                                  float *y, kc_q8blk *yq, int kh, int kd, int vh, int vd, cudaStream_t st)
+{
+    if (kd != 128 || vd != 128) return cudaErrorInvalidValue;
+    kc_launch(delta_step_kernel<128>, vh, 128, 2 * (size_t)kd * sizeof(float), st, S, q, k, v, g, beta, o, kh, kd,
+              vh, vd, z, w, eps, y, yq);
     return cudaGetLastError();
 }
 
@@ -919,6 +1103,59 @@ cudaError_t kc_kv_append(const float *k, const float *v, float *kc, float *vc, i
 {
     const int n = nkv * hd;
     kc_launch(kv_append_kernel, (n + 255) / 256, 256, 0, st, k, v, kc, vc, n, pos);
+    return cudaGetLastError();
+}
+
+/* q/k RMS norms + RoPE + KV append in ONE launch, bit-identical to the five launches (rmsnorm x2,
+ * rope_neox x2, kv_append): block b < nh is q head b, the others k head b - nh (which also appends
+ * its k and v row to the cache at *pos). norm_threads(hd) threads, as rmsnorm_kernel (same block_sum
+ * order); the normed row waits in shared memory for the rotation, as rope_neox_kernel computes it. */
+__global__ void attn_prep_kernel(const float *__restrict__ qg, float *__restrict__ ak, const float *__restrict__ av,
+                                 const float *__restrict__ qnw, const float *__restrict__ knw, float *__restrict__ aq,
+                                 float *__restrict__ kc, float *__restrict__ vc, int nh, int nkv, int hd, int rd,
+                                 float base, float eps, const int32_t *__restrict__ pos)
+{
+    kc_pdl_begin();
+    __shared__ float sh[32];
+    extern __shared__ float row[]; /* (hd,) */
+    const int isq = blockIdx.x < nh, h = isq ? blockIdx.x : blockIdx.x - nh, T = blockDim.x;
+    const float *xr = isq ? qg + (size_t)h * 2 * hd : ak + (size_t)h * hd;
+    const float *w = isq ? qnw : knw;
+    float ss = 0.0f;
+    for (int i = threadIdx.x; i < hd; i += T) ss += xr[i] * xr[i];
+    ss = block_sum(ss, sh);
+    const float inv = rsqrtf(ss / (float)hd + eps);
+    for (int i = threadIdx.x; i < hd; i += T) row[i] = xr[i] * inv * w[i];
+    __syncthreads();
+    const int half = rd / 2, p = *pos;
+    for (int i = threadIdx.x; i < half; i += T) {
+        const float inv_freq = (float)(1.0 / pow((double)base, (double)(2 * i) / (double)rd));
+        const float ang = (float)p * inv_freq;
+        float sn, cs;
+        sincosf(ang, &sn, &cs);
+        const float a = row[i], b = row[i + half];
+        row[i] = a * cs - b * sn;
+        row[i + half] = b * cs + a * sn;
+    }
+    __syncthreads();
+    float *out = isq ? aq + (size_t)h * hd : ak + (size_t)h * hd;
+    const size_t c = (size_t)p * nkv * hd + (size_t)h * hd;
+    for (int i = threadIdx.x; i < hd; i += T) {
+        out[i] = row[i];
+        if (!isq) {
+            kc[c + i] = row[i];
+            vc[c + i] = av[(size_t)h * hd + i];
+        }
+    }
+}
+
+cudaError_t kc_attn_prep(const float *qg, float *ak, const float *av, const float *qnw, const float *knw, float *aq,
+                         float *kc, float *vc, int nh, int nkv, int hd, int rd, float base, float eps,
+                         const int32_t *pos, cudaStream_t st)
+{
+    if (rd < 0 || rd > hd || rd % 2 || hd > 1024) return cudaErrorInvalidValue;
+    kc_launch(attn_prep_kernel, nh + nkv, norm_threads(hd), (size_t)hd * sizeof(float), st, qg, ak, av, qnw, knw, aq,
+              kc, vc, nh, nkv, hd, rd, base, eps, pos);
     return cudaGetLastError();
 }
 
@@ -993,6 +1230,114 @@ cudaError_t kc_attention(const float *q, const float *kc, const float *vc, const
     const size_t smem = (size_t)(ctx + hd) * sizeof(float);
     if (smem > ATTN_SMEM_MAX) return cudaErrorInvalidValue;
     kc_launch(attention_kernel, nh, ATTN_THREADS, smem, st, q, kc, vc, gate, gs, out, nh, nkv, hd, scale, pos);
+    return cudaGetLastError();
+}
+
+/* Split attention (flash-decoding): grid (nh, nsplit), block (h, s) takes the positions
+ * [s*ATTN_CHUNK, (s+1)*ATTN_CHUNK) below n: its scores, their max m_s, l_s = sum exp(score - m_s) and
+ * o_s = sum exp(score - m_s) v into part[h][s] = (m_s, l_s, o_s (hd)). The last block of head h to
+ * finish (atomic ticket, re-armed) merges the splits: out = sum_s e^(m_s-M) o_s / sum_s e^(m_s-M) l_s
+ * times the sigmoid gate, and quantises it into oq when given (hd % 32 == 0).
+ * Why: one block per head (attention_kernel) walks all n positions serially on 24 of 132 SMs: at
+ * n = 4096 the 27B step spent 13 ms there. Splits past n exit at once (the grid is fixed at graph
+ * capture for the largest n = ctx). dynamic smem: (hd + ATTN_CHUNK + nsplit) floats. */
+#define ATTN_CHUNK 256
+__global__ void attention_split_kernel(const float *__restrict__ q, const float *__restrict__ kc,
+                                       const float *__restrict__ vc, const float *__restrict__ gate, int gs,
+                                       float *__restrict__ out, kc_q8blk *__restrict__ oq, int nh, int nkv, int hd,
+                                       float scale, const int32_t *__restrict__ pos, float *__restrict__ part,
+                                       unsigned int *__restrict__ cnt)
+{
+    kc_pdl_begin();
+    extern __shared__ float sm[];
+    __shared__ float red[32];
+    __shared__ int last;
+    const int h = blockIdx.x, sp = blockIdx.y, ns = gridDim.y, kvh = h / (nh / nkv);
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const int n = *pos + 1, t0 = sp * ATTN_CHUNK, t1 = n < t0 + ATTN_CHUNK ? n : t0 + ATTN_CHUNK;
+    float *sq = sm, *sc = sm + hd, *ws = sm + hd + ATTN_CHUNK;
+    float *pp = part + ((size_t)h * ns + sp) * (hd + 2);
+    const size_t rs = (size_t)nkv * hd; /* cache row stride */
+    if (t0 < n) {
+        for (int d = threadIdx.x; d < hd; d += blockDim.x) sq[d] = q[(size_t)h * hd + d];
+        __syncthreads();
+        for (int t = t0 + wid; t < t1; t += nw) {
+            const float *kt = kc + (size_t)t * rs + (size_t)kvh * hd;
+            float s = 0.0f;
+            for (int d = lane; d < hd; d += 32) s += sq[d] * kt[d];
+            s = warp_sum(s);
+            if (lane == 0) sc[t - t0] = s * scale;
+        }
+        __syncthreads();
+        float m = -INFINITY;
+        for (int t = threadIdx.x; t < t1 - t0; t += blockDim.x) m = fmaxf(m, sc[t]);
+#pragma unroll
+        for (int off = 16; off; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+        if (lane == 0) red[wid] = m;
+        __syncthreads();
+        m = red[0];
+        for (int i = 1; i < nw; i++) m = fmaxf(m, red[i]);
+        __syncthreads();
+        float sum = 0.0f;
+        for (int t = threadIdx.x; t < t1 - t0; t += blockDim.x) {
+            const float p = expf(sc[t] - m);
+            sc[t] = p;
+            sum += p;
+        }
+        sum = block_sum(sum, red);
+        __syncthreads();
+        for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+            const float *vt = vc + (size_t)kvh * hd + d;
+            float acc = 0.0f;
+            for (int t = t0; t < t1; t++) acc += sc[t - t0] * vt[(size_t)t * rs];
+            pp[2 + d] = acc;
+        }
+        if (threadIdx.x == 0) {
+            pp[0] = m;
+            pp[1] = sum;
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(&cnt[h], 1u) == (unsigned)ns - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    const int nsu = (n + ATTN_CHUNK - 1) / ATTN_CHUNK < ns ? (n + ATTN_CHUNK - 1) / ATTN_CHUNK : ns;
+    const float *ph = part + (size_t)h * ns * (hd + 2);
+    float M = -INFINITY, L = 0.0f;
+    for (int s = 0; s < nsu; s++) M = fmaxf(M, __ldcg(ph + (size_t)s * (hd + 2)));
+    for (int s = 0; s < nsu; s++) {
+        const float w = expf(__ldcg(ph + (size_t)s * (hd + 2)) - M);
+        L += w * __ldcg(ph + (size_t)s * (hd + 2) + 1);
+        if (threadIdx.x == 0) ws[s] = w;
+    }
+    __syncthreads();
+    const float inv = 1.0f / L;
+    for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float acc = 0.0f;
+        for (int s = 0; s < nsu; s++) acc += ws[s] * __ldcg(ph + (size_t)s * (hd + 2) + 2 + d);
+        const float gv = gate[(size_t)h * gs + d];
+        const float o = acc * inv * (1.0f / (1.0f + expf(-gv)));
+        out[(size_t)h * hd + d] = o;
+        if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
+    }
+    if (threadIdx.x == 0) cnt[h] = 0;
+}
+
+int kc_attention_splits(int ctx) { return (ctx + ATTN_CHUNK - 1) / ATTN_CHUNK; }
+
+cudaError_t kc_attention_split(const float *q, const float *kc, const float *vc, const float *gate, int gs,
+                               float *out, kc_q8blk *oq, int nh, int nkv, int hd, int ctx, float scale,
+                               const int32_t *pos, float *part, unsigned int *cnt, cudaStream_t st)
+{
+    const int ns = kc_attention_splits(ctx);
+    const size_t smem = (size_t)(hd + ATTN_CHUNK + ns) * sizeof(float);
+    if (smem > 48 * 1024 || (oq && hd % 32) || nh % nkv) return cudaErrorInvalidValue;
+    kc_launch(attention_split_kernel, dim3(nh, ns), ATTN_THREADS, smem, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd,
+              scale, pos, part, cnt);
     return cudaGetLastError();
 }
 

@@ -50,6 +50,7 @@ typedef struct kc_mat {
     int32_t gemv; /* q4_0 layout 1 GEMV: 0 = register prefetch (default), 1 = quants streamed by cp.async (v4) */
     int32_t unroll; /* q4_0 x q8 GEMV: blocks per lane loaded before use (1, 2, 4); 0 = default */
     int32_t prefetch; /* q4_0 x q8 GEMV: L2-prefetch the first weights before kc_pdl_begin (option) */
+    int32_t q8kind; /* q4_0 x q8 GEMV: 0 x-stationary where cols <= 6144, rows <= 65536 (default), 1 streaming (v6) */
 } kc_mat;
 
 /* Rows per warp the q4_0 layout-1 GEMV uses for this matrix (W->rpw, or by its row count;
@@ -118,8 +119,14 @@ cudaError_t kc_quantize_q8(const float *x, int n, kc_q8blk *xq, cudaStream_t st)
 #define KC_Q8_MATS 4
 cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const kc_q8blk *xq, int accumulate,
                          cudaStream_t st);
-/* y (G.rows,) = silu(G . x) * (U . x) with x quantised, G, U q4_0 layout 0 (rows, cols) */
-cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk *xq, float *y, cudaStream_t st);
+/* 1 when kc_matvec_q8 / kc_matvec_swiglu_q8 (without yq) take the x-stationary kernel for W (q8kind 0,
+ * cols <= 6144, rows <= 65536: each lane keeps its activation blocks in registers; persistent grid) */
+int kc_q8_stationary(const kc_mat *W);
+/* y (G.rows,) = silu(G . x) * (U . x) with x quantised, G, U q4_0 layout 0 (rows, cols). yq != NULL:
+ * y is also quantised into yq (rows/32,) (= kc_quantize_q8(y)); needs rows % 32 == 0 and cnt: device
+ * counters (rows/32,), zero before the first call (every call leaves them zero). */
+cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk *xq, float *y, kc_q8blk *yq,
+                                unsigned int *cnt, cudaStream_t st);
 
 /* y (cols,) = row `*tok` of E (rows, cols) decoded to f32 (token embedding). tok: device (1,). */
 cudaError_t kc_embed(const kc_mat *E, const int32_t *tok, float *y, cudaStream_t st);
@@ -130,7 +137,8 @@ cudaError_t kc_embed(const kc_mat *E, const int32_t *tok, float *y, cudaStream_t
 cudaError_t kc_rmsnorm(const float *x, int xs, const float *w, float *y, int ys, int rows, int n,
                        float eps, cudaStream_t st);
 /* rmsnorm of one row x (n,) -> y (n,), fused with quantize_q8 of y into yq (n/32,); n % 32 == 0.
- * y is bit-identical to kc_rmsnorm's, yq to kc_quantize_q8(y). */
+ * yq is bit-identical to kc_quantize_q8(y); y equals kc_rmsnorm's within rounding (for n % 256 == 0,
+ * n <= 8192 a one-pass kernel sums the squares in another order), twin rmsnorm. */
 cudaError_t kc_rmsnorm_q8(const float *x, const float *w, float *y, kc_q8blk *yq, int n, float eps, cudaStream_t st);
 /* twin l2norm: per head y = x * rsqrt(sum(x^2) + 1e-6) * scale. x, y (nh, d); in place allowed. */
 cudaError_t kc_l2norm(const float *x, float *y, int nh, int d, float scale, cudaStream_t st);
@@ -155,10 +163,13 @@ cudaError_t kc_conv_step(const float *x, float *hist, const float *w, float *y, 
 /* gdn_beta_g + conv_step + l2norm(q, scale qscale) + l2norm(k) in ONE launch, bit-identical to
  * the four launches: x (C,) raw projection, hist (K-1, C), w (C, K), y (C,) after conv + SiLU
  * (q | k | v), qn, kn (kh, kd) normed (from y's first 2*kh*kd channels); b, a, ssm_a, dt_bias,
- * beta, g (vh,). */
+ * beta, g (vh,). Wb != NULL: the beta/alpha projections are computed here too, b = Wb . xn and
+ * a = Wa . xn (Wb, Wa f32 (vh, D), xn (D,), D % 4 == 0; one block per projection row, twin matvec
+ * within tolerance), and b, a are outputs; else b, a are inputs. */
 cudaError_t kc_gdn_prep(const float *x, float *hist, const float *w, float *y, int C, int K, int kh, int kd,
                         float qscale, float *qn, float *kn, const float *b, const float *a, const float *ssm_a,
-                        const float *dt_bias, float *beta, float *g, int vh, cudaStream_t st);
+                        const float *dt_bias, float *beta, float *g, int vh, const float *xn, const float *Wb,
+                        const float *Wa, int D, cudaStream_t st);
 /* twin delta_step, one token of the gated delta rule for all v-heads:
  * S (vh, kd, vd) updated in place; q, k (kh, kd) normed; v (vh, vd); g, beta (vh,); o (vh, vd).
  * v-head h reads k-head h % kh (GGUF tiled order).
@@ -168,6 +179,13 @@ cudaError_t kc_delta_step(float *S, const float *q, const float *k, const float 
                           const float *beta, float *o, int kh, int kd, int vh, int vd, int variant,
                           cudaStream_t st);
 
+/* kc_delta_step (register-resident variant: kd == vd == 128) fused with kc_gated_rmsnorm_q8 of its
+ * output: o (vh, vd) as kc_delta_step, y (vh, vd) and yq (vh*vd/32,) as kc_gated_rmsnorm_q8(o, z, w),
+ * bit-identical to the two launches. */
+cudaError_t kc_delta_step_norm_q8(float *S, const float *q, const float *k, const float *v, const float *g,
+                                  const float *beta, float *o, const float *z, const float *w, float eps,
+                                  float *y, kc_q8blk *yq, int kh, int kd, int vh, int vd, cudaStream_t st);
+
 /* ---- attention ---- */
 /* twin rope_neox: rotate_half RoPE on the first rd channels of each head.
  * x (nh, hd) in place; pos: device (1,). */
@@ -176,6 +194,13 @@ cudaError_t kc_rope_neox(float *x, int nh, int hd, int rd, float base, const int
 /* KV cache append at position *pos: kc, vc (ctx, nkv, hd) <- k, v (nkv, hd). */
 cudaError_t kc_kv_append(const float *k, const float *v, float *kc, float *vc, int nkv, int hd,
                          const int32_t *pos, cudaStream_t st);
+/* The attention prep in ONE launch, bit-identical to rmsnorm(qg heads -> aq, q_norm qnw),
+ * rmsnorm(ak in place, knw), rope_neox(aq), rope_neox(ak), kv_append(ak, av -> kc, vc at *pos):
+ * qg (nh, 2*hd) [q | gate] per head, ak (nkv, hd) in/out, av (nkv, hd), aq (nh, hd) out,
+ * kc, vc (ctx, nkv, hd). rd <= hd even, hd <= 1024. */
+cudaError_t kc_attn_prep(const float *qg, float *ak, const float *av, const float *qnw, const float *knw, float *aq,
+                         float *kc, float *vc, int nh, int nkv, int hd, int rd, float base, float eps,
+                         const int32_t *pos, cudaStream_t st);
 /* twin attention: GQA decode attention over positions 0..*pos with the sigmoid output gate.
  * q (nh, hd) normed+roped; kc, vc (ctx, nkv, hd); gate (nh, gs) with the gate of head h at
  * gate[h*gs .. h*gs+hd); out (nh, hd) = softmax(q.k^T * scale) . v * sigmoid(gate).
@@ -183,6 +208,15 @@ cudaError_t kc_kv_append(const float *k, const float *v, float *kc, float *vc, i
 cudaError_t kc_attention(const float *q, const float *kc, const float *vc, const float *gate, int gs,
                          float *out, int nh, int nkv, int hd, int ctx, float scale,
                          const int32_t *pos, cudaStream_t st);
+/* kc_attention split over positions (flash-decoding: kc_attention_splits(ctx) blocks of 256
+ * positions per head, merged by the last block of each head), out within rounding of kc_attention;
+ * oq != NULL: out also quantised (quantize_q8) into oq (nh*hd/32,), hd % 32 == 0. Scratch: part
+ * (nh, kc_attention_splits(ctx), hd + 2) floats, cnt (nh,) zero before the first call (left zero).
+ * Any ctx whose split count fits in shared memory (~10 k splits). */
+int kc_attention_splits(int ctx);
+cudaError_t kc_attention_split(const float *q, const float *kc, const float *vc, const float *gate, int gs,
+                               float *out, kc_q8blk *oq, int nh, int nkv, int hd, int ctx, float scale,
+                               const int32_t *pos, float *part, unsigned int *cnt, cudaStream_t st);
 /* Largest ctx kc_attention serves (shared-memory bound), and the one-time setup
  * (raises the kernel's dynamic shared-memory limit; call before graph capture). */
 int kc_attention_max_ctx(void);

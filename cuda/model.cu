@@ -87,6 +87,7 @@ int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t
     out->gemv = m->gemv_kind;
     out->unroll = m->gemv_unroll;
     out->prefetch = m->gemv_prefetch;
+    out->q8kind = m->q8kind;
     if (kc_alloc(m, &out->data, db)) goto cleanup;
     if (sb && kc_alloc(m, (void **)&out->d, sb)) goto cleanup;
     if (sb) {
@@ -158,6 +159,8 @@ int kc_model_alloc_runtime(kc_model *m)
         ALLOC(m->ak, d->nkv * d->hd);
         ALLOC(m->av, d->nkv * d->hd);
         KC_CK(m, kc_attention_setup(d->ctx, d->hd));
+        ALLOC(m->attn_part, (size_t)d->nh * kc_attention_splits(d->ctx) * (d->hd + 2));
+        ALLOC(m->attn_cnt, d->nh);
     }
     KC_CK(m, kc_gemv_setup()); /* the GEMV grids' occupancy query stays out of graph capture */
     ALLOC(m->x, d->n_embd);
@@ -166,6 +169,8 @@ int kc_model_alloc_runtime(kc_model *m)
     ALLOC(m->ff, d->n_ff);
     ALLOC(m->logits, d->n_vocab);
     ALLOC(m->argmax_scr, 1);
+    ALLOC(m->ffcnt, d->n_ff / 32 + 1);
+    ALLOC(m->xq2, d->n_ff / 32 + 1);
     {
         int nq = d->n_embd > d->n_ff ? d->n_embd : d->n_ff;
         if (d->vh * d->vd > nq) nq = d->vh * d->vd;
@@ -332,11 +337,11 @@ static int same_shape_class(const kc_mat *a, const kc_mat *b)
 static int q8_path(const kc_model *m, const kc_mat *W) { return m->dot_q8 && W->type == 2u && W->layout == 0; }
 
 /* y[i] (W[i]->rows,) [+]= W[i] . x (cols,) for n <= KC_Q8_MATS matrices of one width. dot=q8 with
- * q4_0 weights: x quantised into m->xq (unless xq_ready: the caller's previous call quantised this
- * same x) and ONE integer-dot launch for all n; otherwise the f32 GEMVs (pairs fused by matvec2).
- * `what` names the launch in the profile ("<what>_q4_0xq8" / "<what>_<type>"). */
+ * q4_0 weights: ONE integer-dot launch for all n on xq, the quantised x that the previous kernel
+ * produced, or (xq NULL) x quantised here into m->xq; otherwise the f32 GEMVs (pairs fused by
+ * matvec2). `what` names the launch in the profile ("<what>_q4_0xq8" / "<what>_<type>"). */
 static int gemv_set(kc_model *m, const char *what, const kc_mat *const *W, float *const *y, int n, const float *x,
-                    int xq_ready, int accumulate)
+                    const kc_q8blk *xq, int accumulate)
 {
     int rc = -1;
     cudaStream_t st = m->st;
@@ -344,9 +349,12 @@ static int gemv_set(kc_model *m, const char *what, const kc_mat *const *W, float
     int all_q8 = 1;
     for (int i = 0; i < n; i++) all_q8 &= q8_path(m, W[i]);
     if (all_q8) {
-        if (!xq_ready) RUN("quantize_q8", kc_quantize_q8(x, W[0]->cols, m->xq, st));
+        if (!xq) {
+            RUN("quantize_q8", kc_quantize_q8(x, W[0]->cols, m->xq, st));
+            xq = m->xq;
+        }
         snprintf(nm, sizeof nm, "%s_q4_0xq8", what);
-        RUN(nm, kc_matvec_q8(W, y, n, m->xq, accumulate, st));
+        RUN(nm, kc_matvec_q8(W, y, n, xq, accumulate, st));
         rc = 0;
         goto cleanup;
     }
@@ -363,15 +371,23 @@ cleanup:
     return rc;
 }
 
-/* y (G.rows,) = silu(G . x) * (U . x), by path as gemv_set */
-static int gemv_swiglu(kc_model *m, const kc_mat *G, const kc_mat *U, const float *x, float *y, int xq_ready)
+/* y (G.rows,) = silu(G . x) * (U . x), by path as gemv_set. yq != NULL (q8 path, rows % 32 == 0):
+ * y also quantised into yq for the next GEMV. */
+static int gemv_swiglu(kc_model *m, const kc_mat *G, const kc_mat *U, const float *x, float *y, int xq_ready,
+                       kc_q8blk *yq)
 {
     int rc = -1;
     cudaStream_t st = m->st;
     char nm[64];
     if (q8_path(m, G) && q8_path(m, U)) {
         if (!xq_ready) RUN("quantize_q8", kc_quantize_q8(x, G->cols, m->xq, st));
-        RUN("matvec_swiglu_q4_0xq8", kc_matvec_swiglu_q8(G, U, m->xq, y, st));
+        if (kc_q8_stationary(G)) { /* its rows are not grouped by 32 per block: quantise y after it */
+            RUN("matvec_swiglu_q4_0xq8", kc_matvec_swiglu_q8(G, U, m->xq, y, NULL, NULL, st));
+            if (yq) RUN("quantize_q8", kc_quantize_q8(y, G->rows, yq, st));
+        } else {
+            RUN(yq ? "matvec_swiglu_q8_q4_0xq8" : "matvec_swiglu_q4_0xq8",
+                kc_matvec_swiglu_q8(G, U, m->xq, y, yq, yq ? m->ffcnt : NULL, st));
+        }
     } else {
         RUN(kname(nm, sizeof nm, "matvec_swiglu", G), kc_matvec_swiglu(G, U, x, y, st));
     }
@@ -392,6 +408,7 @@ int kc_layer_step(kc_model *m, int l)
     const int q8_in = L->type == KESTREL_LAYER_GDN ? q8_path(m, &L->qkv) && q8_path(m, &L->z)
                                                    : q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv);
     const int q8_ff = q8_path(m, &L->ffn_gate) && q8_path(m, &L->ffn_up);
+    const int q8_down = q8_ff && q8_path(m, &L->ffn_down) && d->n_ff % 32 == 0;
     if (q8_in) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->attn_norm, m->xn, m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->attn_norm, m->xn, D, 1, D, d->eps, st));
     if (L->type == KESTREL_LAYER_GDN) {
@@ -400,35 +417,51 @@ int kc_layer_step(kc_model *m, int l)
         float *S = m->S + (size_t)gi * d->vh * d->kd * d->vd;
         float *hist = m->hist + (size_t)gi * (K - 1) * C;
         const int variant = m->delta_variant < 0 ? (d->kd == 128 && d->vd == 128) : m->delta_variant;
-        { /* qkv and z projections of xn: one launch */
-            const kc_mat *W[2] = {&L->qkv, &L->z};
-            float *Y[2] = {g->raw, g->z};
-            if (gemv_set(m, "matvec2", W, Y, 2, m->xn, q8_in, 0)) goto cleanup;
+        /* the projections of xn: qkv and z in one launch, with dot=q8 also q4_0 beta/alpha (every q4_0
+         * matrix takes the integer-dot path, the rule the CPU engine's dot=q8 follows); f32 beta/alpha
+         * with dot=q8 are computed by gdn_prep itself (one launch less) */
+        const int ba_q8 = q8_in && q8_path(m, &L->beta_w) && q8_path(m, &L->alpha_w) && L->beta_w.cols == D;
+        const int prep_ba = m->dot_q8 && L->beta_w.type == 0u && L->alpha_w.type == 0u && L->beta_w.cols == D;
+        {
+            const kc_mat *W[4] = {&L->qkv, &L->z, &L->beta_w, &L->alpha_w};
+            float *Y[4] = {g->raw, g->z, g->b, g->a};
+            if (gemv_set(m, ba_q8 ? "matvec4" : "matvec2", W, Y, ba_q8 ? 4 : 2, m->xn, q8_in ? m->xq : NULL, 0))
+                goto cleanup;
         }
-        if (L->beta_w.type == L->alpha_w.type) {
+        if (!ba_q8 && !prep_ba && L->beta_w.type == L->alpha_w.type) {
             RUN(kname(nm, sizeof nm, "matvec2", &L->beta_w),
                 kc_matvec2(&L->beta_w, &L->alpha_w, m->xn, g->b, g->a, st));
-        } else {
+        } else if (!ba_q8 && !prep_ba) {
             RUN(kname(nm, sizeof nm, "matvec", &L->beta_w), kc_matvec(&L->beta_w, m->xn, g->b, 0, st));
             RUN(kname(nm, sizeof nm, "matvec", &L->alpha_w), kc_matvec(&L->alpha_w, m->xn, g->a, 0, st));
         }
-        /* beta/g, conv + SiLU, L2 norms of q and k: one launch (bit-identical to the four) */
+        /* beta/g, conv + SiLU, L2 norms of q and k: one launch (bit-identical to the four); prep_ba: also
+         * the beta/alpha projections */
         RUN("gdn_prep", kc_gdn_prep(g->raw, hist, L->conv_w, g->conv, C, K, d->kh, d->kd,
                                     1.0f / sqrtf((float)d->kd), g->qn, g->kn, g->b, g->a, L->ssm_a, L->dt_bias,
-                                    g->beta, g->g, d->vh, st));
-        RUN(variant ? "delta_step_reg" : "delta_step",
-            kc_delta_step(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o, d->kh,
-                          d->kd, d->vh, d->vd, variant, st));
+                                    g->beta, g->g, d->vh, prep_ba ? m->xn : NULL,
+                                    prep_ba ? (const float *)L->beta_w.data : NULL,
+                                    prep_ba ? (const float *)L->alpha_w.data : NULL, D, st));
         const int q8_out = q8_path(m, &L->out) && d->vd % 32 == 0;
-        if (q8_out)
-            RUN("gated_rmsnorm_q8",
-                kc_gated_rmsnorm_q8(g->o, g->z, L->ssm_norm, g->o_norm, m->xq, d->vh, d->vd, d->eps, st));
-        else
-            RUN("gated_rmsnorm", kc_gated_rmsnorm(g->o, g->z, L->ssm_norm, g->o_norm, d->vh, d->vd, d->eps, st));
+        if (q8_out && variant) { /* delta + gated norm + quantisation: one launch */
+            RUN("delta_step_norm_q8",
+                kc_delta_step_norm_q8(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o,
+                                      g->z, L->ssm_norm, d->eps, g->o_norm, m->xq, d->kh, d->kd, d->vh, d->vd, st));
+        } else {
+            RUN(variant ? "delta_step_reg" : "delta_step",
+                kc_delta_step(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o, d->kh,
+                              d->kd, d->vh, d->vd, variant, st));
+            if (q8_out)
+                RUN("gated_rmsnorm_q8",
+                    kc_gated_rmsnorm_q8(g->o, g->z, L->ssm_norm, g->o_norm, m->xq, d->vh, d->vd, d->eps, st));
+            else
+                RUN("gated_rmsnorm",
+                    kc_gated_rmsnorm(g->o, g->z, L->ssm_norm, g->o_norm, d->vh, d->vd, d->eps, st));
+        }
         {
             const kc_mat *W[1] = {&L->out};
             float *Y[1] = {m->x};
-            if (gemv_set(m, "matvec_add", W, Y, 1, g->o_norm, q8_out, 1)) goto cleanup;
+            if (gemv_set(m, "matvec_add", W, Y, 1, g->o_norm, q8_out ? m->xq : NULL, 1)) goto cleanup;
         }
     } else {
         const int ai = L->attn_index, hd = d->hd;
@@ -437,33 +470,36 @@ int kc_layer_step(kc_model *m, int l)
         if (q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv)) { /* q, k, v: one launch */
             const kc_mat *W[3] = {&L->wq, &L->wk, &L->wv};
             float *Y[3] = {m->qg, m->ak, m->av};
-            if (gemv_set(m, "matvec3", W, Y, 3, m->xn, q8_in, 0)) goto cleanup;
+            if (gemv_set(m, "matvec3", W, Y, 3, m->xn, q8_in ? m->xq : NULL, 0)) goto cleanup;
         } else {
             const kc_mat *W[3] = {&L->wq, &L->wk, &L->wv};
             float *Y[3] = {m->qg, m->ak, m->av};
-            if (gemv_set(m, "matvec", W, Y, 1, m->xn, 0, 0)) goto cleanup;
-            if (gemv_set(m, "matvec2", W + 1, Y + 1, 2, m->xn, 0, 0)) goto cleanup;
+            if (gemv_set(m, "matvec", W, Y, 1, m->xn, NULL, 0)) goto cleanup;
+            if (gemv_set(m, "matvec2", W + 1, Y + 1, 2, m->xn, NULL, 0)) goto cleanup;
         }
-        RUN("rmsnorm", kc_rmsnorm(m->qg, 2 * hd, L->q_norm, m->aq, hd, d->nh, hd, d->eps, st));
-        RUN("rmsnorm", kc_rmsnorm(m->ak, hd, L->k_norm, m->ak, hd, d->nkv, hd, d->eps, st));
-        RUN("rope_neox", kc_rope_neox(m->aq, d->nh, hd, d->rope_dim, d->rope_base, &m->ctl->pos, st));
-        RUN("rope_neox", kc_rope_neox(m->ak, d->nkv, hd, d->rope_dim, d->rope_base, &m->ctl->pos, st));
-        RUN("kv_append", kc_kv_append(m->ak, m->av, kc, vc, d->nkv, hd, &m->ctl->pos, st));
-        RUN("attention", kc_attention(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, d->nh, d->nkv, hd, d->ctx,
-                                      1.0f / sqrtf((float)hd), &m->ctl->pos, st));
+        /* q/k norms, RoPE and the KV append: one launch (bit-identical to the five) */
+        RUN("attn_prep", kc_attn_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, m->aq, kc, vc, d->nh, d->nkv, hd,
+                                      d->rope_dim, d->rope_base, d->eps, &m->ctl->pos, st));
+        /* split over positions, the output quantised for wo by the same launch (dot=q8) */
+        const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
+        RUN("attention_split", kc_attention_split(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL,
+                                                  d->nh, d->nkv, hd, d->ctx, 1.0f / sqrtf((float)hd), &m->ctl->pos,
+                                                  m->attn_part, m->attn_cnt, st));
         {
             const kc_mat *W[1] = {&L->wo};
             float *Y[1] = {m->x};
-            if (gemv_set(m, "matvec_add", W, Y, 1, m->ao, 0, 1)) goto cleanup;
+            if (gemv_set(m, "matvec_add", W, Y, 1, m->ao, q8_wo ? m->xq : NULL, 1)) goto cleanup;
         }
     }
     if (q8_ff) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->post_norm, m->xn, m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->post_norm, m->xn, D, 1, D, d->eps, st));
-    if (gemv_swiglu(m, &L->ffn_gate, &L->ffn_up, m->xn, m->ff, q8_ff)) goto cleanup;
+    /* dot=q8: the SwiGLU kernel also quantises its output for the down projection, into xq2 (its
+     * input xq is still being read by other warps of the same launch) */
+    if (gemv_swiglu(m, &L->ffn_gate, &L->ffn_up, m->xn, m->ff, q8_ff, q8_down ? m->xq2 : NULL)) goto cleanup;
     {
         const kc_mat *W[1] = {&L->ffn_down};
         float *Y[1] = {m->x};
-        if (gemv_set(m, "matvec_add", W, Y, 1, m->ff, 0, 1)) goto cleanup;
+        if (gemv_set(m, "matvec_add", W, Y, 1, m->ff, q8_down ? m->xq2 : NULL, 1)) goto cleanup;
     }
     rc = 0;
 cleanup:
@@ -481,7 +517,7 @@ int kc_model_head(kc_model *m, int want_logits)
     if (want_logits) {
         const kc_mat *W[1] = {&m->lm_head};
         float *Y[1] = {m->logits};
-        if (gemv_set(m, "matvec_lm_head", W, Y, 1, m->xf, q8_head, 0)) goto cleanup;
+        if (gemv_set(m, "matvec_lm_head", W, Y, 1, m->xf, q8_head ? m->xq : NULL, 0)) goto cleanup;
     }
     rc = 0;
 cleanup:

@@ -81,6 +81,7 @@ typedef struct kc_model {
     float *out_norm;          /* (D,) */
     int delta_variant;        /* -1 pick, 0 generic, 1 register-resident */
     int gemv_rpw;             /* rows per warp of the q4_0 GEMVs: 0 = by rows, or 1, 2, 4 (option gemv_rpw) */
+    int q8kind;               /* option q8gemv=xs|stream: kc_mat.q8kind */
     int gemv_prefetch;        /* option gemv_prefetch: q8 GEMVs L2-prefetch their first weights (kc_mat.prefetch) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */
     int dot_q8;               /* option dot=q8: q4_0 GEMVs with 8-bit activations and integer dots */
@@ -100,6 +101,10 @@ typedef struct kc_model {
     float *xf;                /* (D,) final-normed */
     float *logits;            /* (V,) */
     kc_argmax_scratch *argmax_scr; /* (1,) the multi-block argmax's partials */
+    float *attn_part;         /* (nh, kc_attention_splits(ctx), hd + 2) split-attention partials */
+    unsigned int *attn_cnt;   /* (nh,) split-attention tickets */
+    unsigned int *ffcnt;      /* (n_ff/32,) swiglu_q8's row-group counters (zero between steps) */
+    kc_q8blk *xq2;            /* (n_ff/32,) the SwiGLU output quantised by swiglu_q8 itself */
     kc_q8blk *xq;             /* (max(D, n_ff, vh*vd, nh*hd)/32,) the quantised GEMV input (dot=q8) */
     float *hcap;              /* (L, D) residual after each layer, written in capture mode */
     int32_t *tokens;          /* (tok_cap,) */

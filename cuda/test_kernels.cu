@@ -329,10 +329,35 @@ static void test_q8(void)
         get_f(y2, dy, n);
         got = get_q8(dq, nb);
         quantize_q8(ref, y2, n);
-        ok(n_unequal(y1, y2, n) == 0 && n_unequal_blocks(got, ref, nb) == 0,
-           "bitexact rmsnorm_q8: y vs kc_rmsnorm %zu/%d unequal, yq vs quantize_q8(y) %zu/%d blocks unequal",
-           n_unequal(y1, y2, n), n, n_unequal_blocks(got, ref, nb), nb);
+        {
+            float *yr = hnew(n);
+            rmsnorm(yr, x, w, n, 1e-6f);
+            const double r = max_rel(y2, yr, n);
+            ok(r <= 1e-6 && n_unequal_blocks(got, ref, nb) == 0,
+               "rmsnorm_q8 (one pass, 8 per thread): y vs CPU twin max_rel %.3e <= 1e-06, yq vs quantize_q8(y) "
+               "bitexact: %zu/%d blocks unequal", r, n_unequal_blocks(got, ref, nb), nb);
+            free(yr);
+        }
         free(got);
+        /* the general kernel (n = 5120 + 32: not a multiple of 256) quantises bit-identically too */
+        {
+            const int n2 = n - 224, nb2 = n2 / 32; /* 4896 = 153 blocks */
+            float *y3 = hnew(n2);
+            poison(dq, nb * sizeof(kc_q8blk));
+            T_CK(kc_rmsnorm_q8(dx, dw, dy, dq, n2, 1e-6f, 0));
+            get_f(y3, dy, n2);
+            got = get_q8(dq, nb2);
+            float *y4 = hnew(n2);
+            T_CK(kc_rmsnorm(dx, n2, dw, dy, n2, 1, n2, 1e-6f, 0));
+            get_f(y4, dy, n2);
+            quantize_q8(ref, y3, n2);
+            ok(n_unequal(y3, y4, n2) == 0 && n_unequal_blocks(got, ref, nb2) == 0,
+               "bitexact rmsnorm_q8 n=%d (general kernel): y vs kc_rmsnorm %zu unequal, yq %zu/%d blocks unequal", n2,
+               n_unequal(y3, y4, n2), n_unequal_blocks(got, ref, nb2), nb2);
+            free(got);
+            free(y3);
+            free(y4);
+        }
         /* gated_rmsnorm fused the same way (48 heads of 128: the 27B ssm_out input) */
         const int vh = 48, vd = 128, nv = vh * vd, nbv = nv / 32;
         float *o = hnew(nv), *z = hnew(nv), *g1 = hnew(nv), *g2 = hnew(nv);
@@ -381,20 +406,23 @@ static void test_q8(void)
             dy[i] = (float *)dnew(wr[i] * 4);
         }
         size_t worst = 0;
-        for (int R = 1; R <= 4; R *= 2)
-            for (int U = 1; U <= 4; U *= 2) {
-                W[0].rpw = R;
-                W[0].unroll = U;
-                W[0].prefetch = (R + U) & 1;
-                const kc_mat *one[1] = {&W[0]};
-                poison(dy[0], rows * 4);
-                T_CK(kc_matvec_q8(one, dy, 1, dxq, 0, 0));
-                get_f(got, dy[0], rows);
-                const size_t u = n_unequal(got, ref[0], rows);
-                if (u > worst) worst = u;
-            }
-        ok(worst == 0, "bitexact matvec_q8 %dx%d, R = 1, 2, 4 x U = 1, 2, 4 vs CPU twin: worst %zu/%d unequal", rows,
-           cols, worst, rows);
+        for (int kind = 0; kind < 2; kind++) /* x-stationary (where cols <= 6144), streaming */
+            for (int R = 1; R <= 4; R *= 2)
+                for (int U = 1; U <= 4; U *= 2) {
+                    W[0].q8kind = kind;
+                    W[0].rpw = R;
+                    W[0].unroll = U;
+                    W[0].prefetch = (R + U) & 1;
+                    const kc_mat *one[1] = {&W[0]};
+                    poison(dy[0], rows * 4);
+                    T_CK(kc_matvec_q8(one, dy, 1, dxq, 0, 0));
+                    get_f(got, dy[0], rows);
+                    const size_t u = n_unequal(got, ref[0], rows);
+                    if (u > worst) worst = u;
+                }
+        W[0].q8kind = 0;
+        ok(worst == 0, "bitexact matvec_q8 %dx%d, x-stationary%s and streaming R = 1, 2, 4 x U = 1, 2, 4 vs CPU twin: "
+           "worst %zu/%d unequal", rows, cols, kc_q8_stationary(&W[0]) ? "" : " (n/a: too wide)", worst, rows);
         /* accumulate: y0 + W x, one f32 add per row */
         W[0].rpw = 0;
         W[0].unroll = 0;
@@ -409,16 +437,20 @@ static void test_q8(void)
                n_unequal(got, acc, rows), rows);
             free(acc);
         }
-        /* three matrices of different heights in one launch */
+        /* three matrices of different heights in one launch, both kernels */
         {
             const kc_mat *three[3] = {&W[0], &W[1], &W[2]};
             size_t u = 0;
-            for (int i = 0; i < 3; i++) poison(dy[i], wr[i] * 4);
-            T_CK(kc_matvec_q8(three, dy, 3, dxq, 0, 0));
-            for (int i = 0; i < 3; i++) {
-                get_f(got, dy[i], wr[i]);
-                u += n_unequal(got, ref[i], wr[i]);
+            for (int kind = 0; kind < 2; kind++) {
+                W[0].q8kind = kind;
+                for (int i = 0; i < 3; i++) poison(dy[i], wr[i] * 4);
+                T_CK(kc_matvec_q8(three, dy, 3, dxq, 0, 0));
+                for (int i = 0; i < 3; i++) {
+                    get_f(got, dy[i], wr[i]);
+                    u += n_unequal(got, ref[i], wr[i]);
+                }
             }
+            W[0].q8kind = 0;
             ok(u == 0, "bitexact matvec_q8 of 3 matrices (%d, %d, 7 rows) x %d in one launch vs CPU twin: %zu unequal",
                rows, rows + 3, cols, u);
         }
@@ -434,16 +466,18 @@ static void test_q8(void)
             double worst_r = 0;
             for (int P = 1; P <= 2; P++)
                 for (int U = 1; U <= 4; U *= 2) {
+                    W[0].q8kind = U == 4; /* x-stationary for U = 1, 2 (where the width allows), streaming for 4 */
                     W[0].rpw = P;
                     W[0].unroll = U;
                     poison(dy[0], rows * 4);
-                    T_CK(kc_matvec_swiglu_q8(&W[0], &Up, dxq, dy[0], 0));
+                    T_CK(kc_matvec_swiglu_q8(&W[0], &Up, dxq, dy[0], NULL, NULL, 0));
                     get_f(got, dy[0], rows);
                     const double r = max_rel(got, sref, rows);
                     if (r > worst_r) worst_r = r;
                 }
-            ok(worst_r <= 1e-6, "matvec_swiglu_q8 %dx%d, P = 1, 2 x U = 1, 2, 4 vs CPU twin dots + silu: worst max_rel "
-               "%.3e <= 1e-06", rows, cols, worst_r);
+            ok(worst_r <= 1e-6, "matvec_swiglu_q8 %dx%d, x-stationary and streaming P = 1, 2 x U = 1, 2, 4 vs CPU twin "
+               "dots + silu: worst max_rel %.3e <= 1e-06", rows, cols, worst_r);
+            W[0].q8kind = 0;
             W[0].rpw = 0;
             W[0].unroll = 0;
             free(sref);
@@ -455,6 +489,52 @@ static void test_q8(void)
         }
         free(x); free(y0); free(got); free(xq);
         cudaFree(dxq);
+    }
+    /* SwiGLU that also quantises its output (the engine's ff -> down): yq == quantize_q8(y) bit for bit,
+     * twice in a row (the row-group counters re-arm), for P = 1, 2 */
+    {
+        const int rows = 320, cols = 2080, nb = cols / 32;
+        void *wg = make_ggml(GGML_TYPE_Q4_0, rows, cols), *wu = make_ggml(GGML_TYPE_Q4_0, rows, cols);
+        kc_mat G, Up;
+        upload(m, &G, GGML_TYPE_Q4_0, rows, cols, wg);
+        upload(m, &Up, GGML_TYPE_Q4_0, rows, cols, wu);
+        float *x = hnew(cols), *y = hnew(rows), *y0 = hnew(rows);
+        q8_block *xq = (q8_block *)malloc(nb * sizeof *xq), *ref = (q8_block *)malloc(rows / 32 * sizeof *ref);
+        fill(x, cols, -2.0f, 2.0f);
+        quantize_q8(xq, x, cols);
+        kc_q8blk *dxq = (kc_q8blk *)dnew(nb * sizeof(kc_q8blk)), *dyq = (kc_q8blk *)dnew(rows / 32 * sizeof(kc_q8blk));
+        unsigned int *dcnt;
+        T_CK(cudaMalloc(&dcnt, rows / 32 * sizeof *dcnt));
+        T_CK(cudaMemset(dcnt, 0, rows / 32 * sizeof *dcnt));
+        T_CK(cudaMemcpy(dxq, xq, nb * sizeof(kc_q8blk), cudaMemcpyHostToDevice));
+        float *dy = (float *)dnew(rows * 4);
+        size_t bad = 0, bady = 0;
+        T_CK(kc_matvec_swiglu_q8(&G, &Up, dxq, dy, NULL, NULL, 0));
+        get_f(y0, dy, rows);
+        for (int P = 1; P <= 2; P++)
+            for (int rep = 0; rep < 2; rep++) {
+                G.rpw = P;
+                poison(dy, rows * 4);
+                poison(dyq, rows / 32 * sizeof(kc_q8blk));
+                T_CK(kc_matvec_swiglu_q8(&G, &Up, dxq, dy, dyq, dcnt, 0));
+                get_f(y, dy, rows);
+                kc_q8blk *got = get_q8(dyq, rows / 32);
+                quantize_q8(ref, y, rows);
+                bad += n_unequal_blocks(got, ref, rows / 32);
+                bady += n_unequal(y, y0, rows);
+                free(got);
+            }
+        unsigned int hc[10];
+        T_CK(cudaMemcpy(hc, dcnt, sizeof hc, cudaMemcpyDeviceToHost));
+        unsigned int csum = 0;
+        for (int i = 0; i < 10; i++) csum += hc[i];
+        ok(bad == 0 && bady == 0 && csum == 0,
+           "bitexact swiglu_q8 with quantised output, P = 1, 2, twice each: y vs without %zu unequal, yq vs "
+           "quantize_q8(y) %zu blocks unequal, counters left %u", bady, bad, csum);
+        const cudaError_t e = kc_matvec_swiglu_q8(&G, &Up, dxq, dy, dyq, NULL, 0);
+        ok(e == cudaErrorInvalidValue, "swiglu_q8 with yq but no counters is refused (%s)", cudaGetErrorName(e));
+        free(wg); free(wu); free(x); free(y); free(y0); free(xq); free(ref);
+        cudaFree(dxq); cudaFree(dyq); cudaFree(dcnt); cudaFree(dy);
     }
     /* a bad call is refused, not launched: an f32 matrix, mismatched widths */
     {
@@ -664,10 +744,42 @@ static void test_gdn_prep(int kh, int kd, int vh, int vd)
         T_CK(kc_conv_step(dx, dh1, dw, y1, C, K, 0));
         T_CK(kc_l2norm(y1, q1, kh, kd, qs, 0));
         T_CK(kc_l2norm(y1 + kh * kd, k1, kh, kd, 1.0f, 0));
-        T_CK(kc_gdn_prep(dx, dh2, dw, y2, C, K, kh, kd, qs, q2, k2, dab, dab + vh, dp, dp + vh, b2, gg2, vh, 0));
+        T_CK(kc_gdn_prep(dx, dh2, dw, y2, C, K, kh, kd, qs, q2, k2, dab, dab + vh, dp, dp + vh, b2, gg2, vh, NULL,
+                         NULL, NULL, 0, 0));
         get_f(h1, o1, outn);
         get_f(h2, o2, outn);
         bad += n_unequal(h1, h2, outn);
+    }
+    {
+        /* the variant that also computes the beta/alpha projections of xn (the dot=q8 engine's):
+         * b, a vs the CPU matvec; conv/q/k bit-identical to the plain launch; beta/g bit-identical to
+         * kc_gdn_beta_g on the b, a it produced */
+        const int D = 5120;
+        float *Wab = hnew((size_t)2 * vh * D), *xn = hnew(D), *rab = hnew(2 * vh), *gab = hnew(2 * vh);
+        fill(Wab, (size_t)2 * vh * D, -0.05f, 0.05f);
+        fill(xn, D, -2, 2);
+        matvec(NULL, rab, Wab, GGML_TYPE_F32, xn, D, vh);
+        matvec(NULL, rab + vh, Wab + (size_t)vh * D, GGML_TYPE_F32, xn, D, vh);
+        float *dWab = dup_f(Wab, (size_t)2 * vh * D), *dxn = dup_f(xn, D), *dgab = (float *)dnew(2 * vh * 4);
+        float *dh3 = dup_f(hist, nh), *dh4 = dup_f(hist, nh);
+        fill(x, C, -2, 2);
+        T_CK(cudaMemcpy(dx, x, C * 4, cudaMemcpyHostToDevice));
+        float *y1 = o1, *q1 = o1 + C, *k1 = q1 + kh * kd, *b1 = k1 + kh * kd, *gg1 = b1 + vh;
+        float *y2 = o2, *q2 = o2 + C, *k2 = q2 + kh * kd, *b2 = k2 + kh * kd, *gg2 = b2 + vh;
+        poison(o1, outn * 4);
+        poison(o2, outn * 4);
+        T_CK(kc_gdn_prep(dx, dh3, dw, y2, C, K, kh, kd, qs, q2, k2, dgab, dgab + vh, dp, dp + vh, b2, gg2, vh, dxn,
+                         dWab, dWab + (size_t)vh * D, D, 0));
+        get_f(gab, dgab, 2 * vh);
+        T_CK(kc_gdn_prep(dx, dh4, dw, y1, C, K, kh, kd, qs, q1, k1, dgab, dgab + vh, dp, dp + vh, b1, gg1, vh, NULL,
+                         NULL, NULL, 0, 0));
+        get_f(h1, o1, outn);
+        get_f(h2, o2, outn);
+        check_rel("gdn_prep beta/alpha projections (f32 48x5120 x2)", gab, rab, 2 * vh, 1e-5);
+        ok(n_unequal(h1, h2, outn) == 0, "bitexact gdn_prep with in-kernel beta/alpha vs given b, a: %zu/%zu unequal",
+           n_unequal(h1, h2, outn), outn);
+        free(Wab); free(xn); free(rab); free(gab);
+        cudaFree(dWab); cudaFree(dxn); cudaFree(dgab); cudaFree(dh3); cudaFree(dh4);
     }
     get_f(g1, dh1, nh);
     get_f(g2, dh2, nh);
@@ -767,6 +879,98 @@ static void test_gdn_small(void)
         cudaFree(dq); cudaFree(dqg); cudaFree(dk); cudaFree(dv); cudaFree(dy); cudaFree(dpos);
     }
     {
+        /* attn_prep (one launch) vs rmsnorm x2 + rope x2 + kv_append: bit for bit */
+        const int H = 24, Hkv = 4, hd = 256, rd = 64, ctx = 64;
+        const size_t kvn = (size_t)ctx * Hkv * hd;
+        const int32_t pos = 37;
+        float *qg = hnew(H * 2 * hd), *k = hnew(Hkv * hd), *v = hnew(Hkv * hd), *qw = hnew(hd), *kw = hnew(hd);
+        fill(qg, H * 2 * hd, -2, 2);
+        fill(k, Hkv * hd, -2, 2);
+        fill(v, Hkv * hd, -2, 2);
+        fill(qw, hd, 0.5f, 1.5f);
+        fill(kw, hd, 0.5f, 1.5f);
+        float *dqg = dup_f(qg, H * 2 * hd), *dk1 = dup_f(k, Hkv * hd), *dk2 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
+        float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd), *daq1 = (float *)dnew(H * hd * 4), *daq2 = (float *)dnew(H * hd * 4);
+        float *dkc1 = (float *)dnew(kvn * 4), *dvc1 = (float *)dnew(kvn * 4), *dkc2 = (float *)dnew(kvn * 4),
+              *dvc2 = (float *)dnew(kvn * 4);
+        int32_t *dpos;
+        T_CK(cudaMalloc(&dpos, 4));
+        T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
+        T_CK(kc_rmsnorm(dqg, 2 * hd, dqw, daq1, hd, H, hd, 1e-6f, 0));
+        T_CK(kc_rmsnorm(dk1, hd, dkw, dk1, hd, Hkv, hd, 1e-6f, 0));
+        T_CK(kc_rope_neox(daq1, H, hd, rd, 1e7f, dpos, 0));
+        T_CK(kc_rope_neox(dk1, Hkv, hd, rd, 1e7f, dpos, 0));
+        T_CK(kc_kv_append(dk1, dv, dkc1, dvc1, Hkv, hd, dpos, 0));
+        T_CK(kc_attn_prep(dqg, dk2, dv, dqw, dkw, daq2, dkc2, dvc2, H, Hkv, hd, rd, 1e7f, 1e-6f, dpos, 0));
+        float *a1 = hnew(kvn), *a2 = hnew(kvn);
+        size_t bad = 0;
+        get_f(a1, daq1, H * hd); get_f(a2, daq2, H * hd); bad += n_unequal(a1, a2, H * hd);
+        get_f(a1, dk1, Hkv * hd); get_f(a2, dk2, Hkv * hd); bad += n_unequal(a1, a2, Hkv * hd);
+        get_f(a1, dkc1 + (size_t)pos * Hkv * hd, Hkv * hd); get_f(a2, dkc2 + (size_t)pos * Hkv * hd, Hkv * hd);
+        bad += n_unequal(a1, a2, Hkv * hd);
+        get_f(a1, dvc1 + (size_t)pos * Hkv * hd, Hkv * hd); get_f(a2, dvc2 + (size_t)pos * Hkv * hd, Hkv * hd);
+        bad += n_unequal(a1, a2, Hkv * hd);
+        ok(bad == 0, "bitexact attn_prep (24 q + 4 k heads x256, rope 64, pos 37) vs 5 launches: %zu unequal", bad);
+        free(qg); free(k); free(v); free(qw); free(kw); free(a1); free(a2);
+        cudaFree(dqg); cudaFree(dk1); cudaFree(dk2); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(daq1);
+        cudaFree(daq2); cudaFree(dkc1); cudaFree(dvc1); cudaFree(dkc2); cudaFree(dvc2); cudaFree(dpos);
+    }
+    {
+        /* split attention (the engine's): 1, 37, 700 and 1024 positions in a 1024 cache (4 splits of
+         * 256) vs the CPU twin, twice each (the tickets re-arm), with the q8 output bit-identical to
+         * quantize_q8 of its f32 output */
+        const int H = 24, Hkv = 4, hd = 256, ctx = 1024, ns = kc_attention_splits(ctx);
+        const size_t kvn = (size_t)ctx * Hkv * hd;
+        float *q = hnew(H * hd), *qg = hnew(H * 2 * hd), *gate = hnew(H * hd), *kc = hnew(kvn), *vc = hnew(kvn);
+        float *ref = hnew(H * hd), *got = hnew(H * hd), *att = hnew(ctx);
+        q8_block *rq = (q8_block *)malloc(H * hd / 32 * sizeof *rq);
+        fill(q, H * hd, -0.3f, 0.3f);
+        fill(qg, H * 2 * hd, -3, 3);
+        fill(kc, kvn, -1, 1);
+        fill(vc, kvn, -1, 1);
+        for (int h = 0; h < H; h++) memcpy(gate + h * hd, qg + h * 2 * hd + hd, hd * 4);
+        float *dq = dup_f(q, H * hd), *dqg = dup_f(qg, H * 2 * hd), *dk = dup_f(kc, kvn), *dv = dup_f(vc, kvn);
+        float *dy = (float *)dnew(H * hd * 4), *dpart = (float *)dnew((size_t)H * ns * (hd + 2) * 4);
+        kc_q8blk *doq = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
+        unsigned int *dcnt;
+        int32_t *dpos;
+        T_CK(cudaMalloc(&dcnt, H * sizeof *dcnt));
+        T_CK(cudaMemset(dcnt, 0, H * sizeof *dcnt));
+        T_CK(cudaMalloc(&dpos, 4));
+        const int npos_list[4] = {1, 37, 700, 1024};
+        for (int pi = 0; pi < 4; pi++) {
+            const int npos = npos_list[pi], pos = npos - 1;
+            T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
+            attention(ref, q, gate, kc, vc, H, Hkv, hd, npos, att);
+            double worst = 0;
+            size_t badq = 0;
+            for (int rep = 0; rep < 2; rep++) {
+                poison(dy, H * hd * 4);
+                T_CK(kc_attention_split(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd, ctx, 1.0f / 16.0f,
+                                        dpos, dpart, dcnt, 0));
+                get_f(got, dy, H * hd);
+                const double r = max_rel(got, ref, H * hd);
+                if (r > worst) worst = r;
+                if (rep) {
+                    kc_q8blk *gq = get_q8(doq, H * hd / 32);
+                    quantize_q8(rq, got, H * hd);
+                    badq += n_unequal_blocks(gq, rq, H * hd / 32);
+                    free(gq);
+                }
+            }
+            ok(worst <= 1e-5 && badq == 0,
+               "attention_split GQA 24/4 x256 over %d of %d positions (%d splits) vs CPU twin: max_rel %.3e <= 1e-05; "
+               "q8 output %zu blocks unequal", npos, ctx, ns, worst, badq);
+        }
+        unsigned int hc[24], csum = 0;
+        T_CK(cudaMemcpy(hc, dcnt, sizeof hc, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < H; i++) csum += hc[i];
+        ok(csum == 0, "attention_split leaves its tickets re-armed (sum %u)", csum);
+        free(q); free(qg); free(gate); free(kc); free(vc); free(ref); free(got); free(att); free(rq);
+        cudaFree(dq); cudaFree(dqg); cudaFree(dk); cudaFree(dv); cudaFree(dy); cudaFree(dpart); cudaFree(doq);
+        cudaFree(dcnt); cudaFree(dpos);
+    }
+    {
         const int n = 248320;
         float *x = hnew(n);
         int32_t got = -1, *dout;
@@ -832,7 +1036,16 @@ static void test_delta(int kh, int vh, int kd, int vd, int steps)
     float *dg = (float *)dnew(vh * 4), *db = (float *)dnew(vh * 4);
     float *do0 = (float *)dnew(nv * 4), *do1 = (float *)dnew(nv * 4);
     double worst_o = 0;
-    size_t uneq_o = 0;
+    size_t uneq_o = 0, uneq_f = 0;
+    /* the fused delta + gated norm + quantisation runs on a third copy of S beside the reg variant +
+     * kc_gated_rmsnorm_q8, bit for bit */
+    float *dS2 = dup_f(S, nS), *do2 = (float *)dnew(nv * 4), *dz = (float *)dnew(nv * 4), *dw = (float *)dnew(vd * 4);
+    float *dy1 = (float *)dnew(nv * 4), *dy2 = (float *)dnew(nv * 4), *hz = hnew(nv), *hw = hnew(vd);
+    kc_q8blk *dq1 = (kc_q8blk *)dnew(nv / 32 * sizeof(kc_q8blk)), *dq2 = (kc_q8blk *)dnew(nv / 32 * sizeof(kc_q8blk));
+    float *fo = hnew(nv), *y1 = hnew(nv), *y2 = hnew(nv);
+    kc_q8blk *q1 = (kc_q8blk *)malloc(nv / 32 * sizeof(kc_q8blk)), *q2 = (kc_q8blk *)malloc(nv / 32 * sizeof(kc_q8blk));
+    fill(hw, vd, 0.5f, 1.5f);
+    T_CK(cudaMemcpy(dw, hw, vd * 4, cudaMemcpyHostToDevice));
     for (int s = 0; s < steps; s++) {
         fill(q, nq, -1, 1);
         fill(k, nq, -1, 1);
@@ -859,6 +1072,16 @@ static void test_delta(int kh, int vh, int kd, int vd, int steps)
         if (reg) {
             get_f(ro, do1, nv);
             uneq_o += n_unequal(ro, go, nv);
+            fill(hz, nv, -3, 3);
+            T_CK(cudaMemcpy(dz, hz, nv * 4, cudaMemcpyHostToDevice));
+            T_CK(kc_gated_rmsnorm_q8(do1, dz, dw, dy1, dq1, vh, vd, 1e-6f, 0));
+            T_CK(kc_delta_step_norm_q8(dS2, dq, dk, dv, dg, db, do2, dz, dw, 1e-6f, dy2, dq2, kh, kd, vh, vd, 0));
+            get_f(fo, do2, nv);
+            get_f(y1, dy1, nv);
+            get_f(y2, dy2, nv);
+            T_CK(cudaMemcpy(q1, dq1, nv / 32 * sizeof(kc_q8blk), cudaMemcpyDeviceToHost));
+            T_CK(cudaMemcpy(q2, dq2, nv / 32 * sizeof(kc_q8blk), cudaMemcpyDeviceToHost));
+            uneq_f += n_unequal(fo, ro, nv) + n_unequal(y1, y2, nv) + (memcmp(q1, q2, nv / 32 * sizeof(kc_q8blk)) != 0);
         }
     }
     get_f(gS, dS0, nS);
@@ -871,7 +1094,15 @@ static void test_delta(int kh, int vh, int kd, int vd, int steps)
         ok(uneq_o == 0 && n_unequal(rS, gS, nS) == 0,
            "bitexact delta_step register-resident vs generic over %d steps: o %zu/%zu, S %zu/%zu unequal", steps,
            uneq_o, nv * steps, n_unequal(rS, gS, nS), nS);
+        float *fS = hnew(nS);
+        get_f(fS, dS2, nS);
+        ok(uneq_f == 0 && n_unequal(fS, rS, nS) == 0,
+           "bitexact delta_step_norm_q8 (one launch) vs delta_step_reg + gated_rmsnorm_q8 over %d steps: o/y/yq %zu, "
+           "S %zu/%zu unequal", steps, uneq_f, n_unequal(fS, rS, nS), nS);
+        free(fS);
     }
+    free(fo); free(y1); free(y2); free(q1); free(q2); free(hz); free(hw);
+    cudaFree(dS2); cudaFree(do2); cudaFree(dz); cudaFree(dw); cudaFree(dy1); cudaFree(dy2); cudaFree(dq1); cudaFree(dq2);
     free(S); free(q); free(k); free(v); free(g); free(beta); free(o); free(go); free(gS); free(ro); free(rS);
     cudaFree(dS0); cudaFree(dS1); cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dg); cudaFree(db);
     cudaFree(do0); cudaFree(do1);
@@ -1100,8 +1331,9 @@ static void test_engine_resources(void)
         api()->profile(e, pe, 64, &n);
         for (int i = 0; i < n && i < 64; i++) {
             total += pe[i].total_ms;
-            found_delta |= !strcmp(pe[i].name, "delta_step_reg") && pe[i].calls == (uint64_t)NTOK * 6;
-            found_gemv |= !strcmp(pe[i].name, "matvec2_q4_0xq8") && pe[i].calls > 0; /* dot=q8 (default) */
+            found_delta |= (!strcmp(pe[i].name, "delta_step_reg") || !strcmp(pe[i].name, "delta_step_norm_q8")) &&
+                           pe[i].calls == (uint64_t)NTOK * 6; /* dot=q8 (default) fuses the gated norm */
+            found_gemv |= strstr(pe[i].name, "_q4_0xq8") && pe[i].calls > 0; /* dot=q8 (default) */
             printf("#   profile %-24s %6llu calls %9.4f ms\n", pe[i].name, (unsigned long long)pe[i].calls,
                    pe[i].total_ms);
         }
