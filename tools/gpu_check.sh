@@ -22,7 +22,8 @@
 #      GEMVs on 8-bit activations; the CPU engine has the same rule as an option, default f32,
 #      and the two modes differ by max_rel 0.02-0.09 on the q4_0 fixtures, so each pair must
 #      share the mode): dot=f32 teacher-forced logits max_rel <= 1e-3, argmax equal, greedy
-#      identical; dot=q8 max_rel <= 0.1 and median over positions <= 1e-4 (rounding flips, above);
+#      identical; dot=q8 max_rel <= 0.1 and median over positions <= 0.05 (a coarse check:
+#      8-bit rounding flips, see step 3 below);
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -106,16 +107,20 @@ run_checks() {
     grep -q '^1\.\.[1-9]' "$OUT/test_kernels.tap" || rc=1
     verdict test_kernels $rc
 
-    section "engine_diff: CUDA vs CPU engine on the same file, both dot=f32 (tol 1e-3, greedy 16), then both dot=q8 (tol 0.1, median 1e-4)"
+    section "engine_diff: CUDA vs CPU engine on the same file, both dot=f32 (tol 1e-3, greedy 16), then both dot=q8 (tol 0.1, median 0.05, argmax >= 75%)"
     local toks="1,2,3,4,5,6,7,8,200,17,3,42,99,5,128,64" m q dot all
     for dot in f32 q8; do # one verdict per mode
         all=0
-        # dot=q8 pairs: 8-bit rounding flips (a last-bit difference in an f32 op moves one activation
-        # across a rounding boundary) move single positions of these tiny models by a few 1e-2
-        # (measured: 4.3e-2 at one of 24 positions of mini27, the rest <= 5e-7); a wiring error moves
-        # all of them. So: worst <= 0.1, median <= 1e-4, no greedy (a flip may change a near-tie).
+        # dot=q8 pairs: 8-bit rounding flips (a last-bit difference in an f32 op, e.g. another
+        # summation order, moves one activation across a rounding boundary) and these tiny random
+        # models amplify any perturbation: measured on the H200 (engine 99d06637): mini27 worst
+        # 1.4e-2 (median 2e-7), minivk worst 1.7e-2 with median 1.0e-2 (a 1-ulp input perturbation
+        # alone moves it 1.2e-2), minitied 5e-7. So the q8 pair is a coarse check (worst <= 0.1,
+        # median <= 0.05, argmax on >= 75% of positions, no greedy: a flip may change a near-tie;
+        # minivk: 14/16); the q8 arithmetic is pinned by
+        # test_kernels' bit-exact twin tests and the rest of the step by the dot=f32 pair.
         local tolargs="--greedy 16 --tol 1e-3"
-        [ "$dot" = q8 ] && tolargs="--greedy 0 --tol 0.1 --median-tol 1e-4"
+        [ "$dot" = q8 ] && tolargs="--greedy 0 --tol 0.1 --median-tol 0.05 --argmax-min 0.75"
         for m in mini27 minivk minitied; do
             for q in f32 q8_0 q4_0; do
                 note "- $m-$q dot=$dot (CPU a, CUDA b)"

@@ -87,28 +87,42 @@ for ph in $phases; do
         --out "$OUT/q27-logits-cpu-$dot.npy"
     done
     step sanity-compare python3 - "$OUT" <<'PY'
+# Gates (docs/cuda-engine.md, "dot=q8 and the synthetic models"):
+#   dot=f32 pair: the same arithmetic up to summation order -> max_rel <= 1e-3, argmax equal;
+#   dot=q8 pair: 8-bit rounding of last-bit-different activations flips single quantised values,
+#   and the random-weight models amplify any perturbation (f32 summation-order differences of
+#   ~1e-7 reach ~3e-5 at the logits), so CPU and CUDA with dot=q8 cannot agree to 1e-3; the
+#   gate is that they agree with each other better than either agrees with its own dot=f32
+#   logits (the size of the quantisation's effect), position by position. Both: finite.
 import os, sys, numpy as np
 out, bad = sys.argv[1], 0
-for dot in ("q8", "f32"):  # each pair: CPU and CUDA engine with the same dot mode
-    fc, fg = (os.path.join(out, "q27-logits-%s-%s.npy" % (e, dot)) for e in ("cpu", "cuda"))
-    if not (os.path.exists(fc) and os.path.exists(fg)):
-        print("dot=%s: missing %s" % (dot, fc if not os.path.exists(fc) else fg))
-        bad += 1
-        continue
-    cpu, gpu = np.load(fc), np.load(fg)
-    print("dot=%s (both engines): shapes %s %s" % (dot, cpu.shape, gpu.shape))
-    if cpu.shape != gpu.shape or cpu.ndim != 2:
-        bad += 1
-        continue
-    for p in range(cpu.shape[0]):
-        c, g = cpu[p].astype(np.float64), gpu[p].astype(np.float64)
-        fin = bool(np.isfinite(c).all() and np.isfinite(g).all())
-        rel = np.abs(c - g).max() / np.abs(c).max()
-        print("dot=%s pos %d: finite %s, max_rel %.3e, argmax cpu %d cuda %d, |logit| max %.3f"
-              % (dot, p, fin, rel, c.argmax(), g.argmax(), np.abs(c).max()))
-        # dot=f32: the same arithmetic up to summation order (1e-3); dot=q8: also 8-bit rounding
-        # flips of single activations (docs/cuda-engine.md), so 1e-2
-        bad += (not fin) or not rel <= (1e-2 if dot == "q8" else 1e-3)
+L = {}
+for e in ("cpu", "cuda"):
+    for dot in ("q8", "f32"):
+        f = os.path.join(out, "q27-logits-%s-%s.npy" % (e, dot))
+        if not os.path.exists(f):
+            print("missing %s" % f)
+            bad += 1
+            continue
+        L[e, dot] = np.load(f).astype(np.float64)
+if bad:
+    print("sanity: FAIL (%d missing)" % bad)
+    sys.exit(1)
+def rel(a, b):
+    return np.abs(a - b).max() / np.abs(a).max()
+n = L["cpu", "f32"].shape[0]
+for p in range(n):
+    fin = all(bool(np.isfinite(v[p]).all()) for v in L.values())
+    r_f32 = rel(L["cpu", "f32"][p], L["cuda", "f32"][p])
+    r_q8 = rel(L["cpu", "q8"][p], L["cuda", "q8"][p])
+    eff = min(rel(L["cpu", "f32"][p], L["cpu", "q8"][p]), rel(L["cuda", "f32"][p], L["cuda", "q8"][p]))
+    am = {k: int(v[p].argmax()) for k, v in L.items()}
+    ok = fin and r_f32 <= 1e-3 and am["cpu", "f32"] == am["cuda", "f32"] and r_q8 < eff
+    print("pos %d: finite %s | dot=f32 CPU vs CUDA max_rel %.3e (<= 1e-3), argmax %d %d | dot=q8 CPU vs CUDA "
+          "max_rel %.3e (< %.3e, the q8-vs-f32 effect), argmax %d %d | %s"
+          % (p, fin, r_f32, am["cpu", "f32"], am["cuda", "f32"], r_q8, eff, am["cpu", "q8"], am["cuda", "q8"],
+             "ok" if ok else "BAD"))
+    bad += not ok
 print("sanity: %s" % ("PASS" if bad == 0 else "FAIL (%d bad)" % bad))
 sys.exit(1 if bad else 0)
 PY
