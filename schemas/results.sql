@@ -53,7 +53,7 @@ CREATE TABLE cases (
     id              INTEGER PRIMARY KEY,
     run_id          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     name            TEXT NOT NULL,
-    kind            TEXT NOT NULL,           -- oracle | decode-bench | bitexact | bandwidth | ab
+    kind            TEXT NOT NULL,           -- oracle | decode-bench | bitexact | bandwidth | engine-diff | ab
     status          TEXT NOT NULL CHECK (status IN ('pass','fail','crash','timeout','error','skip')),
     error           TEXT,                    -- gate failures, crash signal + stderr tail, ...
     started_at      TEXT,

@@ -56,7 +56,7 @@ duplicate-case.yaml|duplicate-case.yaml:9:11: duplicate case name 'floor' (first
 duplicate-key.yaml|duplicate-key.yaml:8:5: duplicate key 'timeout' in case 'x' (first at 7:5)
 duplicate-model.yaml|duplicate-model.yaml:4:3: duplicate model name 'm' in 'models' (first defined at 3:3)
 unknown-kind.yaml|unknown-kind.yaml:5:11: case 'x': unknown kind 'orcale' (did you mean 'oracle'?)
-unknown-kind-far.yaml|unknown-kind-far.yaml:4:21: case 'x': unknown kind 'throughput' (kinds: oracle, decode-bench, bitexact, bandwidth)
+unknown-kind-far.yaml|unknown-kind-far.yaml:4:21: case 'x': unknown kind 'throughput' (kinds: oracle, decode-bench, bitexact, bandwidth, engine-diff)
 kind-needs-oracle.yaml|kind-needs-oracle.yaml:5:5: case 'x': kind 'oracle' needs 'oracle'
 kind-needs-model.yaml|kind-needs-model.yaml:4:5: case 'bench': kind 'decode-bench' needs 'model'
 kind-needs-prompts.yaml|kind-needs-prompts.yaml:5:5: case 'same': kind 'bitexact' needs 'prompts' (or 'oracle', whose prompts it uses)
@@ -72,6 +72,18 @@ prompt-bad-token.yaml|@BAD@/prompts/bad-token.txt:2:5: 'x6' is not a token id (p
 prompt-negative.yaml|prompt-negative.yaml:4:26: 'token id' must be >= 0, got -4
 prompt-flat.yaml|prompt-flat.yaml:4:14: prompt set 'p': prompt 1 must be a list of token ids, got a number
 prompt-empty-line.yaml|@BAD@/prompts/empty-prompt.txt:2:1: empty prompt (prompt set 'p')
+engine-diff-bad-greedy.yaml|engine-diff-bad-greedy.yaml:5:94: 'greedy' must be >= 0, got -2
+engine-diff-empty-tokens.yaml|engine-diff-empty-tokens.yaml:5:81: case 'x': 'tokens' is empty (give at least one token id)
+engine-diff-gate-kind.yaml|engine-diff-gate-kind.yaml:13:7: case 'x': gate 'rms_rel' does not apply to kind 'engine-diff' (only oracle)
+engine-diff-greedy-gate.yaml|engine-diff-greedy-gate.yaml:11:13: case 'x': gate 'greedy: exact' needs 'greedy: N' (N >= 1 tokens to compare)
+engine-diff-median-gate-oracle.yaml|engine-diff-median-gate-oracle.yaml:6:71: case 'x': gate 'median_rel' does not apply to kind 'oracle' (only engine-diff)
+engine-diff-min-argmax.yaml|engine-diff-min-argmax.yaml:5:106: 'min_argmax' must be a fraction in (0, 1], got 75
+engine-diff-negative-token.yaml|engine-diff-negative-token.yaml:10:20: 'token id' must be >= 0, got -3
+engine-diff-no-reference.yaml|engine-diff-no-reference.yaml:5:5: case 'x': kind 'engine-diff' needs 'reference' (the engine, from 'engines', to compare with)
+engine-diff-no-tokens.yaml|engine-diff-no-tokens.yaml:5:5: case 'x': kind 'engine-diff' needs 'tokens' (a list of token ids)
+engine-diff-oracle-tokens.yaml|engine-diff-oracle-tokens.yaml:6:63: case 'x': 'tokens' does not apply to kind 'oracle' (only engine-diff)
+engine-diff-tokens-map.yaml|engine-diff-tokens-map.yaml:5:81: expected a list for 'tokens', got a map
+engine-diff-unknown-reference.yaml|engine-diff-unknown-reference.yaml:5:61: case 'x': unknown reference engine 'cpu-q9' (did you mean 'cpu-q8'? known: cpu, cpu-q8)
 TABLE
 
 n_bad=$(ls "$BAD"/*.yaml | wc -l)

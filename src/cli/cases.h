@@ -41,6 +41,8 @@ typedef struct case_ctx {
     const char *engine_path;  /* resolved library path */
     const char *options;      /* engine open()/bandwidth_probe() options incl. threads=N */
     const bitexact_ref *ref;  /* bitexact cases */
+    const char *reference_path;    /* engine-diff: resolved library path of c->reference */
+    const char *reference_options; /* engine-diff: its open() options incl. threads=N */
     emitter *em;
     char error[4096];         /* "; "-joined gate failures / the error */
 } case_ctx;
@@ -63,6 +65,7 @@ int case_oracle(case_ctx *ctx);
 int case_bench(case_ctx *ctx);
 int case_bitexact(case_ctx *ctx);
 int case_bandwidth(case_ctx *ctx);
+int case_engine_diff(case_ctx *ctx);
 
 /* Parent side of bitexact: find the reference case (the case of the same name in
  * pinned_run when > 0 - the run of `run --against` or of the suite's baseline - if it

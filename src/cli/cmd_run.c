@@ -96,8 +96,8 @@ static int add_artifact(run_state *st, const char *kind, const char *name, const
 }
 
 /* Engine options for a case: the engine's options with threads=N from the case (replacing any threads=). */
-static char *case_options(const suite_case *c) {
-    const char *base = c->engine->options ? c->engine->options : "";
+static char *engine_options(const suite_case *c, const suite_engine *e) {
+    const char *base = e->options ? e->options : "";
     size_t cap = strlen(base) + 32;
     char *out = xmalloc(cap);
     out[0] = '\0';
@@ -112,6 +112,7 @@ static char *case_options(const suite_case *c) {
     if (c->threads > 0) snprintf(out + strlen(out), cap - strlen(out), "%sthreads=%d", out[0] ? "," : "", c->threads);
     return out;
 }
+static char *case_options(const suite_case *c) { return engine_options(c, c->engine); }
 
 typedef struct sbuf { char *p; size_t len, cap; } sbuf;
 static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -156,6 +157,15 @@ static char *case_params_json(const suite_case *c, const char *options) {
         sb_printf(&b, ",\"greedy_tokens\":%d,\"hidden\":%s", c->greedy_tokens, c->capture_hidden ? "true" : "false");
     if (c->kind == CASE_BANDWIDTH)
         sb_printf(&b, ",\"bytes\":%llu,\"iterations\":%d", (unsigned long long)c->bytes, c->iterations);
+    if (c->kind == CASE_ENGINE_DIFF) {
+        char *ropt = engine_options(c, c->reference);
+        sb_jstr(&b, "reference", c->reference->name, &first);
+        sb_jstr(&b, "reference_options", ropt, &first);
+        free(ropt);
+        sb_printf(&b, ",\"greedy\":%d,\"tokens\":[", c->greedy);
+        for (int i = 0; i < c->n_tokens; i++) sb_printf(&b, "%s%d", i ? "," : "", (int)c->tokens[i]);
+        sb_printf(&b, "]");
+    }
     sb_printf(&b, ",\"tags\":[");
     for (int i = 0; i < c->n_tags; i++) {
         char *t = json_quote(c->tags[i]);
@@ -192,6 +202,8 @@ static char *case_params_json(const suite_case *c, const char *options) {
     GATE_NUM(max_rel_growth_set, "max_rel_growth", g->max_rel_growth)
     GATE_NUM(min_effect_set, "min_effect", g->min_effect)
     GATE_NUM(alpha_set, "alpha", g->alpha)
+    GATE_NUM(median_rel_set, "median_rel", g->median_rel)
+    GATE_NUM(min_argmax_set, "min_argmax", g->min_argmax)
 #undef GATE_NUM
     sb_printf(&b, "}}");
     return b.p;
@@ -527,6 +539,12 @@ static void print_finished(run_state *st, const suite_case *c, const case_result
     case CASE_BANDWIDTH:
         if ((m = case_result_metric(r, "gbps")) && m->has_value) ADD("  gbps=%.4g", m->value);
         break;
+    case CASE_ENGINE_DIFF:
+        if ((m = case_result_metric(r, "diff_max_rel")) && m->has_value) ADD("  max_rel=%.2g", m->value);
+        if ((m = case_result_metric(r, "diff_median_rel")) && m->has_value) ADD("  median_rel=%.2g", m->value);
+        if ((m = case_result_metric(r, "diff_argmax_agree")) && m->text) ADD("  argmax=%s", m->text);
+        if ((m = case_result_metric(r, "diff_greedy_match")) && m->text) ADD("  greedy=%s", m->text);
+        break;
     default:
         break;
     }
@@ -552,6 +570,7 @@ static int child_fn(void *arg, emitter *em, const char **error_out) {
     case CASE_DECODE_BENCH: status = case_bench(ctx); break;
     case CASE_BITEXACT: status = case_bitexact(ctx); break;
     case CASE_BANDWIDTH: status = case_bandwidth(ctx); break;
+    case CASE_ENGINE_DIFF: status = case_engine_diff(ctx); break;
     default:
         case_error(ctx, "unknown case kind %d", (int)ctx->c->kind);
         status = CASE_ERROR;
@@ -692,27 +711,30 @@ int cmd_run(int argc, char **argv) {
     lib_paths = xcalloc((size_t)s->n_engines + 1, sizeof *lib_paths);
     for (int k = 0; k < st.n_selected; k++) {
         const suite_case *c = &s->cases[st.selected[k]];
-        const suite_engine *e = c->engine;
-        int ei = (int)(e - s->engines);
-        if (!lib_paths[ei]) {
-            lib_paths[ei] = engine_resolve(e->lib, err, sizeof err);
-            if (!lib_paths[ei]) {
-                cli_error("%s:%d:%d: engine '%s': %s", s->path, e->pos.line, e->pos.col, e->name, err);
-                goto cleanup;
-            }
-            if (probe_engine(lib_paths[ei], err, sizeof err) != 0) {
-                cli_error("engine '%s': %s", e->name, err);
-                goto cleanup;
-            }
-            if (add_artifact(&st, "engine", e->name, lib_paths[ei], err, sizeof err) != 0) {
-                cli_error("%s", err);
-                goto cleanup;
-            }
-            const artifact *a = find_artifact(&st, "engine", e->name);
-            if (e->sha256 && strcmp(e->sha256, a->sha256) != 0) {
-                cli_error("engine '%s': sha256 mismatch: suite pins %.4s..., %s is %.4s... (%s:%d:%d)", e->name,
-                          e->sha256, lib_paths[ei], a->sha256, s->path, e->pos.line, e->pos.col);
-                goto cleanup;
+        const suite_engine *case_engines[2] = {c->engine, c->reference}; /* reference: engine-diff only */
+        for (int j = 0; j < 2; j++) {
+            const suite_engine *e = case_engines[j];
+            int ei = e ? (int)(e - s->engines) : 0;
+            if (e && !lib_paths[ei]) {
+                lib_paths[ei] = engine_resolve(e->lib, err, sizeof err);
+                if (!lib_paths[ei]) {
+                    cli_error("%s:%d:%d: engine '%s': %s", s->path, e->pos.line, e->pos.col, e->name, err);
+                    goto cleanup;
+                }
+                if (probe_engine(lib_paths[ei], err, sizeof err) != 0) {
+                    cli_error("engine '%s': %s", e->name, err);
+                    goto cleanup;
+                }
+                if (add_artifact(&st, "engine", e->name, lib_paths[ei], err, sizeof err) != 0) {
+                    cli_error("%s", err);
+                    goto cleanup;
+                }
+                const artifact *a = find_artifact(&st, "engine", e->name);
+                if (e->sha256 && strcmp(e->sha256, a->sha256) != 0) {
+                    cli_error("engine '%s': sha256 mismatch: suite pins %.4s..., %s is %.4s... (%s:%d:%d)", e->name,
+                              e->sha256, lib_paths[ei], a->sha256, s->path, e->pos.line, e->pos.col);
+                    goto cleanup;
+                }
             }
         }
         if (c->model && add_artifact(&st, "model", c->model->name, c->model->path, err, sizeof err) != 0) {
@@ -799,6 +821,11 @@ int cmd_run(int argc, char **argv) {
         case_ctx ctx = {.c = c, .options = options, .ref = &ref};
         const artifact *ae = find_artifact(&st, "engine", c->engine->name);
         ctx.engine_path = ae->path;
+        char *ref_options = c->reference ? engine_options(c, c->reference) : NULL;
+        if (c->reference) {
+            ctx.reference_path = find_artifact(&st, "engine", c->reference->name)->path;
+            ctx.reference_options = ref_options;
+        }
         int xrc;
         if (prc != 0) {
             res.status = CASE_ERROR;
@@ -809,6 +836,7 @@ int cmd_run(int argc, char **argv) {
                               &res, err, sizeof err);
         }
         bitexact_ref_free(&ref);
+        free(ref_options);
         if (xrc == RUNNER_INTERRUPTED) {
             int sig = runner_signal();
             if (st.tty) printf("\r\033[K");

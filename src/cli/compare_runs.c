@@ -236,10 +236,11 @@ static void set_values(cr_line *l, const mrow *bm, const mrow *cm) {
     }
 }
 
-/* Relative-error metrics: worst max_rel / rms_rel of logits, hidden, greedy. */
+/* Relative-error metrics: worst max_rel / rms_rel of logits, hidden, greedy; engine-diff's median. */
 static int is_relerr_metric(const char *name) {
     size_t n = strlen(name);
-    return (n >= 7 && strcmp(name + n - 7, "max_rel") == 0) || (n >= 7 && strcmp(name + n - 7, "rms_rel") == 0);
+    return (n >= 7 && strcmp(name + n - 7, "max_rel") == 0) || (n >= 7 && strcmp(name + n - 7, "rms_rel") == 0) ||
+           strcmp(name, "diff_median_rel") == 0;
 }
 
 /* Headline metrics shown even without a gate or a rule. */
@@ -252,8 +253,8 @@ static int is_headline_metric(const char *name) {
 static void compare_metric(cr_case *cc, const crow *bc, const crow *cc_row, const mrow *cm) {
     const mrow *bm = find_metric(bc, cm->name);
     int relerr = is_relerr_metric(cm->name);
-    int argmax = strcmp(cm->name, "argmax_agree") == 0;
-    int greedy = strcmp(cm->name, "greedy_match") == 0;
+    int argmax = strcmp(cm->name, "argmax_agree") == 0 || strcmp(cm->name, "diff_argmax_agree") == 0;
+    int greedy = strcmp(cm->name, "greedy_match") == 0 || strcmp(cm->name, "diff_greedy_match") == 0;
     int has_rule = bm && (relerr || argmax || greedy) && bm->has_value;
     if (cm->gate_pass < 0 && !has_rule && !is_headline_metric(cm->name)) return;
 

@@ -37,7 +37,8 @@
 #define DEFAULT_STEP_TOKENS 1
 #define DEFAULT_BYTES (4ull << 30)
 
-static const char *const kind_names[CASE_KIND_COUNT] = {"oracle", "decode-bench", "bitexact", "bandwidth"};
+static const char *const kind_names[CASE_KIND_COUNT] = {"oracle",    "decode-bench", "bitexact",
+                                                        "bandwidth", "engine-diff"};
 
 const char *suite_case_kind_name(enum suite_case_kind k) {
     return (unsigned)k < CASE_KIND_COUNT ? kind_names[k] : "?";
@@ -49,7 +50,8 @@ enum {
     K_BENCH = 1u << CASE_DECODE_BENCH,
     K_BITEXACT = 1u << CASE_BITEXACT,
     K_BW = 1u << CASE_BANDWIDTH,
-    K_ALL = K_ORACLE | K_BENCH | K_BITEXACT | K_BW,
+    K_EDIFF = 1u << CASE_ENGINE_DIFF,
+    K_ALL = K_ORACLE | K_BENCH | K_BITEXACT | K_BW | K_EDIFF,
 };
 
 typedef struct key_rule {
@@ -79,13 +81,14 @@ static const key_rule default_keys[DK_N] = {
 
 enum {
     CK_NAME, CK_KIND, CK_ENGINE, CK_MODEL, CK_ORACLE, CK_PROMPTS, CK_TAGS, CK_TIMEOUT, CK_WARMUP, CK_ITERATIONS,
-    CK_THREADS, CK_PROMPT_LEN, CK_STEP_TOKENS, CK_GREEDY_TOKENS, CK_HIDDEN, CK_BYTES, CK_GATES, CK_N
+    CK_THREADS, CK_PROMPT_LEN, CK_STEP_TOKENS, CK_GREEDY_TOKENS, CK_HIDDEN, CK_BYTES, CK_REFERENCE, CK_TOKENS,
+    CK_GREEDY, CK_GATES, CK_N
 };
 static const key_rule case_keys[CK_N] = {
     {"name", K_ALL},
     {"kind", K_ALL},
     {"engine", K_ALL},
-    {"model", K_ORACLE | K_BENCH | K_BITEXACT},
+    {"model", K_ORACLE | K_BENCH | K_BITEXACT | K_EDIFF},
     {"oracle", K_ORACLE | K_BITEXACT},
     {"prompts", K_BENCH | K_BITEXACT},
     {"tags", K_ALL},
@@ -98,18 +101,23 @@ static const key_rule case_keys[CK_N] = {
     {"greedy_tokens", K_ORACLE},
     {"hidden", K_ORACLE},
     {"bytes", K_BW},
+    {"reference", K_EDIFF},
+    {"tokens", K_EDIFF},
+    {"greedy", K_EDIFF},
     {"gates", K_ALL},
 };
 
 enum {
     GK_MAX_REL, GK_RMS_REL, GK_HIDDEN_MAX_REL, GK_ARGMAX, GK_GREEDY, GK_BITEXACT, GK_MAX_MS_PER_TOKEN,
-    GK_MAX_REL_GROWTH, GK_MIN_EFFECT, GK_ALPHA, GK_N
+    GK_MAX_REL_GROWTH, GK_MIN_EFFECT, GK_ALPHA, GK_MEDIAN_REL, GK_MIN_ARGMAX, GK_N
 };
 static const key_rule gate_keys[GK_N] = {
-    {"max_rel", K_ORACLE},          {"rms_rel", K_ORACLE},        {"hidden_max_rel", K_ORACLE},
-    {"argmax", K_ORACLE},           {"greedy", K_ORACLE},         {"bitexact", K_BITEXACT},
-    {"max_ms_per_token", K_BENCH},  {"max_rel_growth", K_ORACLE}, {"min_effect", K_BENCH | K_BW},
-    {"alpha", K_BENCH | K_BW},
+    {"max_rel", K_ORACLE | K_EDIFF},         {"rms_rel", K_ORACLE},
+    {"hidden_max_rel", K_ORACLE},            {"argmax", K_ORACLE},
+    {"greedy", K_ORACLE | K_EDIFF},          {"bitexact", K_BITEXACT},
+    {"max_ms_per_token", K_BENCH},           {"max_rel_growth", K_ORACLE | K_EDIFF},
+    {"min_effect", K_BENCH | K_BW},          {"alpha", K_BENCH | K_BW},
+    {"median_rel", K_EDIFF},                 {"min_argmax", K_EDIFF},
 };
 
 /* ---- load context and error reporting ---- */
@@ -768,7 +776,7 @@ static int parse_kind(ctx *c, const yaml_node_t *n, const char *who, enum suite_
         }
     const char *near = closest(k, kind_names, CASE_KIND_COUNT);
     if (near) return fail(c, n, "%s: unknown kind '%s' (did you mean '%s'?)", who, k, near);
-    return fail(c, n, "%s: unknown kind '%s' (kinds: oracle, decode-bench, bitexact, bandwidth)", who, k);
+    return fail(c, n, "%s: unknown kind '%s' (kinds: oracle, decode-bench, bitexact, bandwidth, engine-diff)", who, k);
 }
 
 /* "decode-bench" or "oracle or bitexact" for a K_* mask. */
@@ -835,6 +843,9 @@ static int parse_gates(ctx *c, const yaml_node_t *map, suite_case *cs, const cha
         if (get_string(c, vals[GK_GREEDY], "greedy", &g)) return -1;
         if (strcmp(g, "exact")) return fail(c, vals[GK_GREEDY], "'greedy' must be 'exact', got '%s'", g);
         gt->greedy_set = gt->greedy_exact = 1;
+        if (cs->kind == CASE_ENGINE_DIFF && cs->greedy == 0) /* the case's keys are parsed before its gates */
+            return fail(c, keys[GK_GREEDY], "%s: gate 'greedy: exact' needs 'greedy: N' (N >= 1 tokens to compare)",
+                        who);
     }
     if (vals[GK_BITEXACT]) {
         if (get_bool(c, vals[GK_BITEXACT], "bitexact", &gt->bitexact)) return -1;
@@ -860,6 +871,24 @@ static int parse_gates(ctx *c, const yaml_node_t *map, suite_case *cs, const cha
     gt->min_effect_set = vals[GK_MIN_EFFECT] != NULL;
     if (vals[GK_ALPHA] && get_fraction(c, vals[GK_ALPHA], "alpha", 0, &gt->alpha)) return -1;
     gt->alpha_set = vals[GK_ALPHA] != NULL;
+    if (vals[GK_MEDIAN_REL] && get_nonneg(c, vals[GK_MEDIAN_REL], "median_rel", &gt->median_rel)) return -1;
+    gt->median_rel_set = vals[GK_MEDIAN_REL] != NULL;
+    if (vals[GK_MIN_ARGMAX] && get_fraction(c, vals[GK_MIN_ARGMAX], "min_argmax", 1, &gt->min_argmax)) return -1;
+    gt->min_argmax_set = vals[GK_MIN_ARGMAX] != NULL;
+    return 0;
+}
+
+/* engine-diff `tokens: [ids...]`: a non-empty list of integers >= 0 (checked against the vocab at run time). */
+static int parse_case_tokens(ctx *c, const yaml_node_t *list, suite_case *cs, const char *who) {
+    if (expect_type(c, list, YAML_SEQUENCE_NODE, "tokens")) return -1;
+    size_t n = (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
+    if (n == 0) return fail(c, list, "%s: 'tokens' is empty (give at least one token id)", who);
+    cs->tokens = xcalloc(n, sizeof *cs->tokens);
+    for (yaml_node_item_t *it = list->data.sequence.items.start; it < list->data.sequence.items.top; it++) {
+        int v;
+        if (get_int32(c, node(c, *it), "token id", 0, &v)) return -1;
+        cs->tokens[cs->n_tokens++] = v;
+    }
     return 0;
 }
 
@@ -925,6 +954,9 @@ static int parse_case(ctx *c, const yaml_node_t *m, int index, const defaults *d
     if (vals[CK_PROMPTS] && !(cs->prompts = lookup(c, vals[CK_PROMPTS], who, "prompt set", "prompts", s->prompts,
                                                    s->n_prompts, sizeof(suite_prompt_set))))
         return -1;
+    if (vals[CK_REFERENCE] && !(cs->reference = lookup(c, vals[CK_REFERENCE], who, "reference engine", "engines",
+                                                       s->engines, s->n_engines, sizeof(suite_engine))))
+        return -1;
 
     /* what each kind needs */
     switch (cs->kind) {
@@ -939,6 +971,13 @@ static int parse_case(ctx *c, const yaml_node_t *m, int index, const defaults *d
         if (!cs->model) return fail(c, m, "%s: kind 'bitexact' needs 'model'", who);
         if (!cs->prompts && !cs->oracle)
             return fail(c, m, "%s: kind 'bitexact' needs 'prompts' (or 'oracle', whose prompts it uses)", who);
+        break;
+    case CASE_ENGINE_DIFF:
+        if (!cs->reference)
+            return fail(c, m, "%s: kind 'engine-diff' needs 'reference' (the engine, from 'engines', to compare with)",
+                        who);
+        if (!cs->model) return fail(c, m, "%s: kind 'engine-diff' needs 'model'", who);
+        if (!vals[CK_TOKENS]) return fail(c, m, "%s: kind 'engine-diff' needs 'tokens' (a list of token ids)", who);
         break;
     case CASE_BANDWIDTH:
     case CASE_KIND_COUNT: break;
@@ -967,6 +1006,8 @@ static int parse_case(ctx *c, const yaml_node_t *m, int index, const defaults *d
     if (vals[CK_GREEDY_TOKENS] && get_int32(c, vals[CK_GREEDY_TOKENS], "greedy_tokens", 0, &cs->greedy_tokens))
         return -1;
     if (vals[CK_HIDDEN] && get_bool(c, vals[CK_HIDDEN], "hidden", &cs->capture_hidden)) return -1;
+    if (vals[CK_TOKENS] && parse_case_tokens(c, vals[CK_TOKENS], cs, who)) return -1;
+    if (vals[CK_GREEDY] && get_int32(c, vals[CK_GREEDY], "greedy", 0, &cs->greedy)) return -1;
     if (vals[CK_BYTES]) {
         long long b;
         if (get_int(c, vals[CK_BYTES], "bytes", 1, LLONG_MAX, &b)) return -1;
@@ -1167,6 +1208,7 @@ void suite_free(suite *s) {
         suite_case *cs = &s->cases[i];
         for (int j = 0; j < cs->n_tags; j++) free(cs->tags[j]);
         free(cs->tags);
+        free(cs->tokens);
         free(cs->name);
     }
     free(s->engines);

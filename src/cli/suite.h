@@ -42,6 +42,7 @@ enum suite_case_kind {
     CASE_DECODE_BENCH, /* timed decode steps */
     CASE_BITEXACT,     /* outputs vs outputs archived by an earlier run */
     CASE_BANDWIDTH,    /* device streaming-read probe (issue 6) */
+    CASE_ENGINE_DIFF,  /* two engines on one model: teacher-forced logits + greedy (issue 6) */
     CASE_KIND_COUNT
 };
 
@@ -58,6 +59,9 @@ typedef struct suite_gates {
     int max_rel_growth_set; double max_rel_growth;  /* current/baseline max_rel factor allowed */
     int min_effect_set;     double min_effect;      /* timing: minimum |median ratio - 1| (default 0.03) */
     int alpha_set;          double alpha;           /* timing: Mann-Whitney alpha (default 0.01) */
+    /* engine-diff (max_rel and greedy above apply too) */
+    int median_rel_set;     double median_rel;      /* median per-position max_rel <= */
+    int min_argmax_set;     double min_argmax;      /* fraction of positions with equal argmax >= */
 } suite_gates;
 
 typedef struct suite_case {
@@ -77,6 +81,10 @@ typedef struct suite_case {
     int greedy_tokens;/* oracle: continuation length to check (0 = all in the dump) */
     int capture_hidden; /* oracle: compare per-layer hidden states (default 1) */
     uint64_t bytes;   /* bandwidth: bytes per probe pass */
+    const suite_engine *reference; /* engine-diff: the engine the case's engine is compared with */
+    int32_t *tokens;  /* engine-diff: (n_tokens,) teacher-forced token ids, each >= 0 */
+    int n_tokens;
+    int greedy;       /* engine-diff: greedy continuation length N (0 = none) */
     suite_gates gates;
     suite_pos pos;
 } suite_case;
