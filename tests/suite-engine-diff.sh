@@ -30,7 +30,7 @@ engine-diff-tokens-map.yaml|invalid	cases/0/tokens
 engine-diff-unknown-reference.yaml|valid	
 TABLE
 n=$(wc -l <"$T/table")
-plan $((2 * n + 5))
+plan $((2 * n + 9))
 cd "$top_srcdir/tests/suites/bad" || exit 1
 is "$(ls engine-diff-*.yaml | wc -l)" "$n" "every engine-diff suite under tests/suites/bad is in this table"
 # shellcheck disable=SC2046
@@ -54,4 +54,20 @@ is "0|$D/suites/dot-paths.yaml: ok (2 cases)|" "$RC|$OUT|$ERR" "check accepts it
 run_cmd "$KESTREL_EVAL" run "$D/suites/dot-paths.yaml" --db "$T/doc.db"
 is 0 "$RC" "it runs (exit 0)"
 like "$OUT" "^dot-paths: run 1 passed: 2 pass, 0 fail" "both cases pass"
+# check --json carries the engine-diff keys and gates
+run_cmd "$KESTREL_EVAL" check "$D/suites/dot-paths.yaml" --json
+is 0 "$RC" "check --json exits 0"
+printf '%s\n' "$OUT" >"$T/doc.json"
+got=$("$PYTHON" -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["cases"]
+a, b = c[0], c[1]
+print(a["reference"], a["greedy"], a["tokens"], sorted(a["gates"].items()))
+print(b["reference"], b["greedy"], len(b["tokens"]), b["tokens"][8], sorted(b["gates"].items()))
+' "$T/doc.json" 2>&1)
+is "cpu 8 [1, 2, 3, 4, 5, 6, 7, 8] [('greedy', 'exact'), ('max_rel', 0), ('min_argmax', 1)]" "$(echo "$got" | sed -n 1p)" \
+  "check --json: reference, greedy, tokens and gates of the first case"
+is "cpu 0 16 200 [('max_rel', 0.5), ('median_rel', 0.1), ('min_argmax', 0.5)]" "$(echo "$got" | sed -n 2p)" \
+  "check --json: the second case's median_rel and min_argmax gates"
+like "$(head -c 2000 "$T/doc.json")" '"kind": "engine-diff"' "check --json names the kind"
 done_testing

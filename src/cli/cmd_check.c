@@ -55,6 +55,8 @@ static void print_gates(FILE *f, const suite_gates *g) {
     GATE(max_rel_growth_set, (fputs("\"max_rel_growth\": ", f), json_double(f, g->max_rel_growth)));
     GATE(min_effect_set, (fputs("\"min_effect\": ", f), json_double(f, g->min_effect)));
     GATE(alpha_set, (fputs("\"alpha\": ", f), json_double(f, g->alpha)));
+    GATE(median_rel_set, (fputs("\"median_rel\": ", f), json_double(f, g->median_rel)));
+    GATE(min_argmax_set, (fputs("\"min_argmax\": ", f), json_double(f, g->min_argmax)));
 #undef GATE
     fputs("}", f);
 }
@@ -147,7 +149,15 @@ static void print_json(FILE *f, const suite *s) {
         fprintf(f, ", \"warmup\": %d, \"iterations\": %d, \"threads\": %d", cs->warmup, cs->iterations, cs->threads);
         fprintf(f, ", \"prompt_len\": %d, \"step_tokens\": %d, \"greedy_tokens\": %d, \"hidden\": %s", cs->prompt_len,
                 cs->step_tokens, cs->greedy_tokens, cs->capture_hidden ? "true" : "false");
-        fprintf(f, ", \"bytes\": %" PRIu64 ",\n     \"gates\": ", cs->bytes);
+        fprintf(f, ", \"bytes\": %" PRIu64, cs->bytes);
+        if (cs->kind == CASE_ENGINE_DIFF) { /* the engine-diff keys */
+            fputs(",\n     \"reference\": ", f);
+            json_string(f, cs->reference ? cs->reference->name : NULL);
+            fprintf(f, ", \"greedy\": %d, \"tokens\": [", cs->greedy);
+            for (int t = 0; t < cs->n_tokens; t++) fprintf(f, "%s%" PRId32, t ? ", " : "", cs->tokens[t]);
+            fputs("]", f);
+        }
+        fputs(",\n     \"gates\": ", f);
         print_gates(f, &cs->gates);
         fputs("}", f);
     }
