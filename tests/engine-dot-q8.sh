@@ -14,39 +14,6 @@ need_python
 ls "$FIX"/*-q4_0.gguf >/dev/null 2>&1 || skip_all "no q4_0 fixtures in tests/fixtures"
 command -v zstd >/dev/null 2>&1 || skip_all "no zstd command (kgguf.py needs it for .zst)"
 
-cat >"$T/tokens.py" <<'PY'
-# tokens.py TOOLS ORACLE OUTPREFIX: each prompt's tokens, one comma-separated line per prompt;
-# its reference logits (T, V) saved as OUTPREFIX-ref-<prompt>.npy
-import sys
-sys.path.insert(0, sys.argv[1])
-import numpy as np
-import kgguf
-r = kgguf.Reader(sys.argv[2])
-for p in range(int(r.value("kestrel.oracle.n_prompts"))):
-    print(",".join(str(int(t)) for t in r.tensors["p%d.tokens" % p].array()))
-    np.save("%s-ref-%d.npy" % (sys.argv[3], p), r.tensors["p%d.logits" % p].array())
-PY
-cat >"$T/cmp.py" <<'PY'
-# cmp.py GOT.npy REF.npy WORST_GATE MEAN_GATE MIN_ARGMAX_FRACTION: per position max_rel =
-# max|got - ref| / max|ref|; prints "worst X at position t of T, mean M, argmax a/T";
-# exit 0 iff every logit is finite, worst <= WORST_GATE, mean <= MEAN_GATE and the argmax
-# agreement is >= MIN_ARGMAX_FRACTION
-import sys
-import numpy as np
-got = np.load(sys.argv[1]).astype(np.float64)
-ref = np.load(sys.argv[2]).astype(np.float64)
-worst_gate, mean_gate, min_agree = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-if got.shape != ref.shape:
-    print("shape %s, expected %s" % (got.shape, ref.shape))
-    sys.exit(1)
-rel = np.abs(got - ref).max(axis=1) / np.abs(ref).max(axis=1)
-rel[~np.isfinite(got).all(axis=1)] = np.inf
-t = int(rel.argmax())
-agree = int((got.argmax(axis=1) == ref.argmax(axis=1)).sum())
-print("worst max_rel %.3g at position %d of %d, mean %.3g, argmax %d/%d"
-      % (rel[t], t, len(rel), rel.mean(), agree, len(rel)))
-sys.exit(0 if rel[t] <= worst_gate and rel.mean() <= mean_gate and agree >= min_agree * len(rel) else 1)
-PY
 cat >"$T/finite.py" <<'PY'
 import sys
 import numpy as np
@@ -59,7 +26,7 @@ for model in "$FIX"/*-q4_0.gguf; do
   name=$(basename "${model%-q4_0.gguf}")
   oracle=$FIX/$name.oracle.gguf.zst
   [ -f "$oracle" ] || continue
-  "$PYTHON" "$T/tokens.py" "$TOOLS" "$oracle" "$T/$name" >"$T/$name.tokens" || { ok false "$name: read the oracle's tokens"; continue; }
+  "$PYTHON" "$top_srcdir/tests/oracle_tokens.py" "$TOOLS" "$oracle" "$T/$name" >"$T/$name.tokens" || { ok false "$name: read the oracle's tokens"; continue; }
   p=0
   while read -r toks; do
     pre=$T/$name-$p
@@ -72,10 +39,10 @@ for model in "$FIX"/*-q4_0.gguf; do
     if [ -f "$pre-q8.npy" ] && [ -f "$pre-q8b.npy" ] && [ -f "$pre-f32.npy" ]; then
       ok '"$PYTHON" "$T/finite.py" "$pre-q8.npy"' "$name prompt $p: dot=q8 logits finite"
       ok 'cmp -s "$pre-q8.npy" "$pre-q8b.npy"' "$name prompt $p: dot=q8 deterministic (threads=2 and threads=1 runs byte-identical)"
-      res=$("$PYTHON" "$T/cmp.py" "$pre-q8.npy" "$pre-f32.npy" 0.6 0.15 0.7); rc=$?
+      res=$("$PYTHON" "$top_srcdir/tests/cmp_logits.py" "$pre-q8.npy" "$pre-f32.npy" 0.6 0.15 0.7); rc=$?
       echo "# $name prompt $p dot=q8 vs dot=f32: $res"
       is 0 "$rc" "$name prompt $p: dot=q8 vs dot=f32 worst max_rel <= 0.6, mean <= 0.15, argmax >= 70% ($res)"
-      res=$("$PYTHON" "$T/cmp.py" "$pre-q8.npy" "$T/$name-ref-$p.npy" 2.5 2.5 0); rc=$?
+      res=$("$PYTHON" "$top_srcdir/tests/cmp_logits.py" "$pre-q8.npy" "$T/$name-ref-$p.npy" 2.5 2.5 0); rc=$?
       echo "# $name prompt $p dot=q8 vs HF oracle: $res"
       is 0 "$rc" "$name prompt $p: dot=q8 vs the f32 oracle, q4_0 magnitude gate max_rel <= 2.5"
     fi
