@@ -7,11 +7,12 @@
  * This is how the quantised fixtures are checked: the CUDA engine (b) against
  * the CPU engine (a) on the SAME q8_0/q4_0 file, since the f32 oracle cannot
  * tell a wiring error from quantisation error (BRIEF §4). tools/gpu_check.sh
- * runs it; the suite format has no case kind for two engines yet.
+ * runs it; a suite does the same with the engine-diff case kind (docs/suites.md).
  *
  * usage: engine_diff --a LIB --b LIB --model FILE.gguf --tokens 1,2,3
  *                    [--greedy N] [--tol X] [--median-tol Y] [--argmax-min F] [--a-options S] [--b-options S]
  * --argmax-min: the fraction of prompt positions whose argmax must agree (default 1).
+ * --tol 0: the logits must be bit-identical (max_rel is 0 only then).
  * --median-tol: the median over prompt positions of max_rel must also be <= Y. Why: with 8-bit
  * activations (dot=q8) a last-bit difference in an f32 op (another summation order) sometimes moves
  * one activation across a rounding boundary, and on the tiny fixtures that moves a position's logits by
@@ -119,7 +120,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!a.lib || !b.lib || !model || !toks || greedy < 0 || !(tol > 0) || !(argmax_min >= 0 && argmax_min <= 1)) {
+    if (!a.lib || !b.lib || !model || !toks || greedy < 0 || !(tol >= 0) || !(argmax_min >= 0 && argmax_min <= 1)) {
         fprintf(stderr, "usage: engine_diff --a LIB --b LIB --model FILE.gguf --tokens 1,2,3 [--greedy N] [--tol X] "
                         "[--median-tol Y] [--argmax-min F] [--a-options S] [--b-options S]\n");
         return 2;

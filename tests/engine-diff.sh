@@ -6,7 +6,8 @@
 #     default tol 1e-3, PASS with the coarse q8 gates of gpu_check.sh, FAIL again when only
 #     --median-tol is tight (the median gate is checked), and when --argmax-min demands more
 #     agreement than there is (dot=f32 vs q8 disagree on some argmax of this prompt);
-#   - usage errors exit 2 with one line.
+#   - --tol 0 demands bit-identical logits: the same engine passes it, dot=f32 vs dot=q8 fails it;
+#   - usage errors (a negative tol, argmax-min outside [0, 1], an unknown argument) exit 2 with one line.
 . "$top_srcdir/tests/lib.sh"
 ED=$top_builddir/cuda/engine_diff
 CPU=${KESTREL_ENGINE_DIR:-$top_builddir/engines}/libkestrel-cpu.so
@@ -14,7 +15,7 @@ CPU=${KESTREL_ENGINE_DIR:-$top_builddir/engines}/libkestrel-cpu.so
 [ -f "$CPU" ] || skip_all "no CPU engine"
 M=$FIX/minivk-q4_0.gguf
 TOK=1,2,3,4,5,6,7,8,200,17,3,42,99,5,128,64
-plan 12
+plan 14
 
 run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --greedy 4
 is 0 "$RC" "same engine, same options: exit 0"
@@ -39,8 +40,12 @@ run_cmd "$ED" --a "$CPU" --a-options dot=f32 --b "$CPU" --b-options dot=q8 --mod
   --tol 0.5 --median-tol 0.2 --argmax-min 1
 is 1 "$RC" "the argmax gate alone fails it (every position demanded; $(echo "$OUT" | grep -o 'argmax equal [0-9/]*'))"
 
-run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --tol 0
-is 2 "$RC" "tol 0 is a usage error (exit 2)"
+run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --greedy 4 --tol 0
+is 0 "$RC" "same engine at tol 0 (bit for bit): exit 0"
+run_cmd "$ED" --a "$CPU" --a-options dot=f32 --b "$CPU" --b-options dot=q8 --model "$M" --tokens "$TOK" --greedy 0 --tol 0
+is 1 "$RC" "dot=f32 vs dot=q8 at tol 0: exit 1"
+run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --tol -1
+is 2 "$RC" "a negative tol is a usage error (exit 2)"
 run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --argmax-min 1.5
 is 2 "$RC" "argmax-min outside [0, 1] is a usage error (exit 2)"
 run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --bogus 1
