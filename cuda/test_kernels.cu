@@ -333,8 +333,10 @@ static void test_q8(void)
             float *yr = hnew(n);
             rmsnorm(yr, x, w, n, 1e-6f);
             const double r = max_rel(y2, yr, n);
-            ok(r <= 1e-6 && n_unequal_blocks(got, ref, nb) == 0,
-               "rmsnorm_q8 (one pass, 8 per thread): y vs CPU twin max_rel %.3e <= 1e-06, yq vs quantize_q8(y) "
+            /* 4e-6: the 5120 squares are summed in another order than the twin's; the sum's rounding
+             * grows like sqrt(n) eps (random seeds measured up to 1.13e-6 against a 1e-6 gate) */
+            ok(r <= 4e-6 && n_unequal_blocks(got, ref, nb) == 0,
+               "rmsnorm_q8 (one pass, 8 per thread): y vs CPU twin max_rel %.3e <= 4e-06, yq vs quantize_q8(y) "
                "bitexact: %zu/%d blocks unequal", r, n_unequal_blocks(got, ref, nb), nb);
             free(yr);
         }
@@ -384,7 +386,7 @@ static void test_q8(void)
     }
     /* matvec_q8 vs the CPU twin: every rows-per-warp x unroll variant, tails (96 and 2080 columns:
      * fewer blocks than lanes, a partial last pass), accumulate, three matrices in one launch */
-    const int shapes[][2] = {{333, 5120}, {77, 96}, {130, 2080}, {5, 17408}};
+    const int shapes[][2] = {{333, 5120}, {77, 96}, {130, 2080}, {5, 17408}, {20000, 96}}; /* last: several trips per warp */
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int rows = shapes[si][0], cols = shapes[si][1], nb = cols / 32;
         void *w[3] = {make_ggml(GGML_TYPE_Q4_0, rows, cols), make_ggml(GGML_TYPE_Q4_0, rows + 3, cols),
@@ -576,7 +578,7 @@ static void test_norms(void)
         T_CK(kc_rmsnorm(dx, n, dw, dy, n, 1, n, 1e-6f, 0));
         get_f(got, dy, n);
         rmsnorm(ref, x, w, n, 1e-6f);
-        check_rel("rmsnorm 1x5120", got, ref, n, 1e-6);
+        check_rel("rmsnorm 1x5120", got, ref, n, 4e-6); /* summation order: see rmsnorm_q8 above */
         free(x); free(w); free(ref); free(got);
         cudaFree(dx); cudaFree(dw); cudaFree(dy);
     }
