@@ -8,7 +8,7 @@
 # case; a one-ulp perturbation of the engine under test is seen (max_rel > 0, argmax equal).
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/run-lib.sh"
-plan 27
+plan 28
 DB=$T/ediff.db
 TOKENS='[1, 2, 3, 4, 5, 6, 7, 8, 200, 17, 3, 42, 99, 5, 128, 64]'
 cat >"$T/ediff.yaml" <<YAML
@@ -80,6 +80,9 @@ is "$(sha "$LIB")" "$(sql "SELECT ae.sha256 FROM cases c JOIN artifacts ae ON ae
   "engine under test recorded with its SHA-256"
 is "cpu-f32" "$(sql "SELECT json_extract(params, '\$.reference') FROM cases WHERE name = 'q8-tight'")" \
   "params name the reference engine"
+# the reference is never a case's engine here: its name and version come from its own info()
+like "$(sql "SELECT engine_name || ' ' || engine_version FROM artifacts WHERE kind = 'engine' AND name = 'cpu-f32'")" \
+  "^kestrel-cpu [0-9]" "the reference engine's artifact row has the name and version its info() reported"
 
 # a token id outside the model's vocabulary: the case errors, one clear line
 cat >"$T/badtok.yaml" <<YAML

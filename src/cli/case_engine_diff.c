@@ -50,6 +50,7 @@ static int open_reference(case_ctx *ctx, engine_lib *lib, kestrel_engine **eng, 
         case_error(ctx, "reference engine '%s': info() failed: %s", c->reference->name, lib->api->last_error(*eng));
         return -1;
     }
+    emit_ref_engine(ctx->em, info->engine_name, info->engine_version, info->build_flags, info->device);
     return 0;
 }
 

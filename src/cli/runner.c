@@ -146,13 +146,23 @@ void emit_profile(emitter *em, const char *kernel, int64_t calls, double total_m
     em_record(em, REC_PROFILE, &r, NULL, 0);
 }
 
-void emit_engine(emitter *em, const char *name, const char *version, const char *build_flags, const char *device) {
+static void emit_engine_record(emitter *em, uint32_t type, const char *name, const char *version,
+                               const char *build_flags, const char *device) {
     recbuf r = {0};
     rb_str(&r, name);
     rb_str(&r, version);
     rb_str(&r, build_flags);
     rb_str(&r, device);
-    em_record(em, REC_ENGINE, &r, NULL, 0);
+    em_record(em, type, &r, NULL, 0);
+}
+
+void emit_engine(emitter *em, const char *name, const char *version, const char *build_flags, const char *device) {
+    emit_engine_record(em, REC_ENGINE, name, version, build_flags, device);
+}
+
+void emit_ref_engine(emitter *em, const char *name, const char *version, const char *build_flags,
+                     const char *device) {
+    emit_engine_record(em, REC_REF_ENGINE, name, version, build_flags, device);
 }
 
 static void emit_status(emitter *em, int status, const char *error) {
@@ -380,6 +390,17 @@ static int parse_records(const bytes *b, case_result *res, char *err, size_t err
             res->device = cur_str(&c, 1);
             res->have_engine = 1;
             break;
+        case REC_REF_ENGINE:
+            free(res->ref_engine_name);
+            free(res->ref_engine_version);
+            free(res->ref_build_flags);
+            free(res->ref_device);
+            res->ref_engine_name = cur_str(&c, 1);
+            res->ref_engine_version = cur_str(&c, 1);
+            res->ref_build_flags = cur_str(&c, 1);
+            res->ref_device = cur_str(&c, 1);
+            res->have_ref_engine = 1;
+            break;
         case REC_STATUS:
             res->status = cur_i32(&c);
             free(res->error);
@@ -428,6 +449,10 @@ void case_result_free(case_result *r) {
     free(r->engine_version);
     free(r->build_flags);
     free(r->device);
+    free(r->ref_engine_name);
+    free(r->ref_engine_version);
+    free(r->ref_build_flags);
+    free(r->ref_device);
     memset(r, 0, sizeof *r);
 }
 

@@ -12,6 +12,7 @@
  *     OUTPUT  name, dtype (strings), ndim i32, shape i64 x ndim, n_elements i64, bytes (n_elements*4)
  *     PROFILE kernel (string), calls i64, total_ms f64, ms_per_step f64
  *     ENGINE  engine_name, engine_version, build_flags, device (strings)
+ *     REF_ENGINE  the same four, of an engine-diff case's reference engine
  *     STATUS  status i32 (enum case_status), error (string) - the last record
  * The child's stderr (and stdout) go through a second pipe; the parent keeps
  * its last lines for crash reports.
@@ -25,7 +26,7 @@
 enum case_status { CASE_PASS = 0, CASE_FAIL, CASE_CRASH, CASE_TIMEOUT, CASE_ERROR, CASE_SKIP };
 const char *case_status_name(int s); /* "pass", "fail", ... as in the cases table */
 
-enum { REC_METRIC = 1, REC_SAMPLE, REC_OUTPUT, REC_PROFILE, REC_ENGINE, REC_STATUS };
+enum { REC_METRIC = 1, REC_SAMPLE, REC_OUTPUT, REC_PROFILE, REC_ENGINE, REC_STATUS, REC_REF_ENGINE };
 
 /* ---- child side: the emitter (buffered writer of records to a pipe) ---- */
 typedef struct emitter emitter;
@@ -39,6 +40,8 @@ void emit_output(emitter *em, const char *name, const char *dtype, const int64_t
                  const void *data, int64_t n_elements);
 void emit_profile(emitter *em, const char *kernel, int64_t calls, double total_ms, double ms_per_step);
 void emit_engine(emitter *em, const char *name, const char *version, const char *build_flags, const char *device);
+/* the same for the reference engine of an engine-diff case (its artifact row gets these) */
+void emit_ref_engine(emitter *em, const char *name, const char *version, const char *build_flags, const char *device);
 
 /* ---- parent side: what came back ---- */
 typedef struct rec_metric {
@@ -64,6 +67,8 @@ typedef struct case_result {
     rec_profile *profile; int n_profile;
     int have_engine;
     char *engine_name, *engine_version, *build_flags, *device;
+    int have_ref_engine;   /* engine-diff: the reference engine's info() */
+    char *ref_engine_name, *ref_engine_version, *ref_build_flags, *ref_device;
 } case_result;
 void case_result_free(case_result *r);
 /* The metric named `name`, or NULL. */
