@@ -23,6 +23,7 @@
 
 #define BENCH_SEED 0x4b455354524c4e47ull /* "KESTRLNG": fixed, so every run feeds the same ids */
 #define MAX_PROF 512
+#define DRIFT_MIN_SAMPLES 8 /* ms_per_token_drift_pct: quarters of at least 2 samples */
 
 static double mono_ms(void) {
     struct timespec ts;
@@ -162,6 +163,29 @@ int case_bench(case_ctx *ctx) {
     snprintf(text, sizeof text, "%.4g GB/token", bytes / 1e9);
     emit_metric(ctx->em, "gbps_effective", med > 0, med > 0 ? bytes / (med * 1e-3) / 1e9 : 0, "GB/s", text, NULL, -1);
     emit_metric(ctx->em, "n_samples", 1, iters, "samples", NULL, NULL, -1);
+    /* drift within the run: the last quarter's median against the first's, relative to the median
+     * (a step that grows with the position, thermal throttling, a race that corrupts state) */
+    if (iters >= DRIFT_MIN_SAMPLES && med > 0) {
+        const int q = iters / 4;
+        const double first = stats_median(ms, q), last = stats_median(ms + iters - q, q);
+        const double drift = 100.0 * (last - first) / med;
+        snprintf(text, sizeof text, "first quarter %.4g ms, last quarter %.4g ms", first, last);
+        if (c->gates.max_drift_pct_set) { /* either direction */
+            char gate[64];
+            snprintf(gate, sizeof gate, "|x| <= %g", c->gates.max_drift_pct);
+            const int ok = fabs(drift) <= c->gates.max_drift_pct; /* NaN fails */
+            emit_metric(ctx->em, "ms_per_token_drift_pct", 1, drift, "%", text, gate, ok);
+            if (!ok)
+                case_error(ctx, "ms_per_token_drift_pct %.3g: |drift| > %g (%s)", drift, c->gates.max_drift_pct,
+                           text);
+            pass &= ok;
+        } else {
+            emit_metric(ctx->em, "ms_per_token_drift_pct", 1, drift, "%", text, NULL, -1);
+        }
+    } else if (c->gates.max_drift_pct_set) {
+        case_error(ctx, "gate max_drift_pct needs iterations >= %d (got %d)", DRIFT_MIN_SAMPLES, iters);
+        goto cleanup;
+    }
     /* kernel profile of the timed steps only: difference of the snapshots around them */
     for (int i = 0; i < n_prof0; i++) prof0[i].name[sizeof prof0[i].name - 1] = '\0'; /* engine-filled */
     for (int i = 0; i < n_prof1; i++) prof1[i].name[sizeof prof1[i].name - 1] = '\0';

@@ -52,6 +52,7 @@ static void print_gates(FILE *f, const suite_gates *g) {
     GATE(greedy_set, fputs("\"greedy\": \"exact\"", f));
     GATE(bitexact_set, fprintf(f, "\"bitexact\": %s", g->bitexact ? "true" : "false"));
     GATE(max_ms_per_token_set, (fputs("\"max_ms_per_token\": ", f), json_double(f, g->max_ms_per_token)));
+    GATE(max_drift_pct_set, (fputs("\"max_drift_pct\": ", f), json_double(f, g->max_drift_pct)));
     GATE(max_rel_growth_set, (fputs("\"max_rel_growth\": ", f), json_double(f, g->max_rel_growth)));
     GATE(min_effect_set, (fputs("\"min_effect\": ", f), json_double(f, g->min_effect)));
     GATE(alpha_set, (fputs("\"alpha\": ", f), json_double(f, g->alpha)));

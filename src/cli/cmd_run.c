@@ -199,6 +199,7 @@ static char *case_params_json(const suite_case *c, const char *options) {
         gf = 0;
     }
     GATE_NUM(max_ms_per_token_set, "max_ms_per_token", g->max_ms_per_token)
+    GATE_NUM(max_drift_pct_set, "max_drift_pct", g->max_drift_pct)
     GATE_NUM(max_rel_growth_set, "max_rel_growth", g->max_rel_growth)
     GATE_NUM(min_effect_set, "min_effect", g->min_effect)
     GATE_NUM(alpha_set, "alpha", g->alpha)

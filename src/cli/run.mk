@@ -59,5 +59,6 @@ TESTS += \
 	tests/run-errors.sh \
 	tests/run-store.sh \
 	tests/run-bitexact.sh \
-	tests/run-floor.sh
-EXTRA_DIST += tests/run-lib.sh tests/run-smoke.sh tests/run-crash.sh tests/run-kill9.sh tests/run-errors.sh tests/run-store.sh tests/run-bitexact.sh tests/run-floor.sh
+	tests/run-floor.sh \
+	tests/bench-drift.sh
+EXTRA_DIST += tests/run-lib.sh tests/run-smoke.sh tests/run-crash.sh tests/run-kill9.sh tests/run-errors.sh tests/run-store.sh tests/run-bitexact.sh tests/run-floor.sh tests/bench-drift.sh

@@ -109,7 +109,7 @@ static const key_rule case_keys[CK_N] = {
 
 enum {
     GK_MAX_REL, GK_RMS_REL, GK_HIDDEN_MAX_REL, GK_ARGMAX, GK_GREEDY, GK_BITEXACT, GK_MAX_MS_PER_TOKEN,
-    GK_MAX_REL_GROWTH, GK_MIN_EFFECT, GK_ALPHA, GK_MEDIAN_REL, GK_MIN_ARGMAX, GK_N
+    GK_MAX_REL_GROWTH, GK_MIN_EFFECT, GK_ALPHA, GK_MEDIAN_REL, GK_MIN_ARGMAX, GK_MAX_DRIFT_PCT, GK_N
 };
 static const key_rule gate_keys[GK_N] = {
     {"max_rel", K_ORACLE | K_EDIFF},         {"rms_rel", K_ORACLE},
@@ -118,6 +118,7 @@ static const key_rule gate_keys[GK_N] = {
     {"max_ms_per_token", K_BENCH},           {"max_rel_growth", K_ORACLE | K_EDIFF},
     {"min_effect", K_BENCH | K_BW},          {"alpha", K_BENCH | K_BW},
     {"median_rel", K_EDIFF},                 {"min_argmax", K_EDIFF},
+    {"max_drift_pct", K_BENCH},
 };
 
 /* ---- load context and error reporting ---- */
@@ -859,6 +860,13 @@ static int parse_gates(ctx *c, const yaml_node_t *map, suite_case *cs, const cha
             return fail(c, vals[GK_MAX_MS_PER_TOKEN], "'max_ms_per_token' must be > 0, got %s",
                         scalar(vals[GK_MAX_MS_PER_TOKEN]));
         gt->max_ms_per_token_set = 1;
+    }
+    if (vals[GK_MAX_DRIFT_PCT]) {
+        if (get_double(c, vals[GK_MAX_DRIFT_PCT], "max_drift_pct", &gt->max_drift_pct)) return -1;
+        if (!(gt->max_drift_pct >= 0))
+            return fail(c, vals[GK_MAX_DRIFT_PCT], "'max_drift_pct' must be a percentage >= 0, got %s",
+                        scalar(vals[GK_MAX_DRIFT_PCT]));
+        gt->max_drift_pct_set = 1;
     }
     if (vals[GK_MAX_REL_GROWTH]) {
         if (get_double(c, vals[GK_MAX_REL_GROWTH], "max_rel_growth", &gt->max_rel_growth)) return -1;

@@ -55,6 +55,7 @@ typedef struct suite_gates {
     int greedy_set;         int greedy_exact;       /* greedy: exact */
     int bitexact_set;       int bitexact;           /* bitexact: true */
     int max_ms_per_token_set; double max_ms_per_token;
+    int max_drift_pct_set;  double max_drift_pct;   /* decode-bench: |ms_per_token_drift_pct| <= */
     /* relative-to-baseline gates (issue 4) */
     int max_rel_growth_set; double max_rel_growth;  /* current/baseline max_rel factor allowed */
     int min_effect_set;     double min_effect;      /* timing: minimum |median ratio - 1| (default 0.03) */

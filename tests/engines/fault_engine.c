@@ -10,6 +10,8 @@
  *   fault_on=open|forward   where (default forward)
  *   fault_after=N     forward calls that succeed before the fault (default 0)
  *   sleep_us=N        extra sleep before every forward call (timing regressions)
+ *   sleep_grow_us=N   and N us more for each earlier forward call (call k sleeps sleep_us + k*N: a
+ *                     step time that drifts upward within a run)
  *   perturb=1         flip the lowest mantissa bit of element 0 of every logits row
  *                     forward() returns (a one-ulp output change for bitexact tests)
  * bandwidth_probe() takes the same keys (fault_on=forward never fires there).
@@ -37,7 +39,7 @@ typedef struct fault_cfg {
     enum fault_kind kind;
     enum fault_where where;
     long long after;
-    long long sleep_us;
+    long long sleep_us, sleep_grow_us;
     int perturb;
     char *rest; /* options for the inner engine, malloc'd */
 } fault_cfg;
@@ -119,7 +121,7 @@ static int parse_options(const char *options, fault_cfg *cfg, char *err, size_t 
                 goto fail;
             }
             cfg->perturb = val[0] == '1';
-        } else if (KEY("fault_after") || KEY("sleep_us")) {
+        } else if (KEY("fault_after") || KEY("sleep_us") || KEY("sleep_grow_us")) {
             errno = 0;
             long long v = strtoll(val, &end, 10);
             if (!*val || *end || errno || v < 0) {
@@ -128,7 +130,8 @@ static int parse_options(const char *options, fault_cfg *cfg, char *err, size_t 
                 goto fail;
             }
             if (KEY("fault_after")) cfg->after = v;
-            else cfg->sleep_us = v;
+            else if (KEY("sleep_us")) cfg->sleep_us = v;
+            else cfg->sleep_grow_us = v;
         } else {
             if (eq) *eq = '=';
             if (cfg->rest[0]) strcat(cfg->rest, ",");
@@ -210,9 +213,10 @@ static int fe_forward(kestrel_engine *e, const int32_t *tokens, int32_t n, uint3
     /* tokens: (n,), logits: (n, V) or (V,), argmax: (n,) or (1,) */
     if (e->cfg.kind != FAULT_NONE && e->cfg.where == ON_FORWARD && e->n_forward >= e->cfg.after)
         inject(e->cfg.kind, "forward", e->n_forward);
+    const long long us = e->cfg.sleep_us + e->n_forward * e->cfg.sleep_grow_us;
     e->n_forward++;
-    if (e->cfg.sleep_us > 0) {
-        struct timespec ts = {(time_t)(e->cfg.sleep_us / 1000000), (long)(e->cfg.sleep_us % 1000000) * 1000};
+    if (us > 0) {
+        struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
         while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
         }
     }
