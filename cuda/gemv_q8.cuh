@@ -67,7 +67,7 @@ __global__ void quantize_q8_kernel(const float *__restrict__ x, kc_q8blk *__rest
     kc_pdl_begin();
     const int b = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
     if (b >= nblk) return;
-    q8_quantize_warp(x[(size_t)b * 32 + (threadIdx.x & 31)], out + b);
+    q8_quantize_warp(__ldca(x + (size_t)b * 32 + (threadIdx.x & 31)), out + b); /* not __ldg: PDL */
 }
 
 /* One q4_0 block of one row against the matching activation block: the integer dot c. */
@@ -117,8 +117,8 @@ __device__ __forceinline__ void q4q8_rows(const uint4 *const (&qrow)[NR], const 
         for (int u = 0; u < U; u++) {
             const int b = b0 + 32 * u;
             if (b < nb) {
-                const int4 *xv = (const int4 *)(xq + b);
-                const int4 xa = __ldg(xv), xb = __ldg(xv + 1), xe = __ldg(xv + 2);
+                const int4 *xv = (const int4 *)(xq + b); /* the predecessor's output: not __ldg (PDL, see q8x_load_x) */
+                const int4 xa = __ldca(xv), xb = __ldca(xv + 1), xe = __ldca(xv + 2);
                 const float xd = __int_as_float(xe.x);
 #pragma unroll
                 for (int i = 0; i < NR; i++) {
@@ -300,6 +300,10 @@ __device__ __forceinline__ float q8x_dot(const uint4 (&w)[NBL], const float (&dw
     return warp_sum(acc);
 }
 
+/* xq is written by the previous kernel, which under PDL may still run while this one is resident:
+ * it is read with ld.global.ca (__ldca), never through the read-only path (__ldg / ld.global.nc
+ * assert the data do not change during the kernel and may be scheduled above the PDL wait;
+ * docs/cuda-engine.md "PDL", cuda/PERF-NOTES.md v11). */
 template <int NBL>
 __device__ __forceinline__ void q8x_load_x(const kc_q8blk *__restrict__ xq, int nb, int4 (&xa)[NBL], int4 (&xb)[NBL],
                                            float (&xd)[NBL], int (&xs)[NBL])
@@ -310,9 +314,9 @@ __device__ __forceinline__ void q8x_load_x(const kc_q8blk *__restrict__ xq, int 
         const int b = lane + 32 * k;
         if (b < nb) {
             const int4 *xv = (const int4 *)(xq + b);
-            xa[k] = __ldg(xv);
-            xb[k] = __ldg(xv + 1);
-            const int4 xe = __ldg(xv + 2);
+            xa[k] = __ldca(xv);
+            xb[k] = __ldca(xv + 1);
+            const int4 xe = __ldca(xv + 2);
             xd[k] = __int_as_float(xe.x);
             xs[k] = xe.y;
         } else {

@@ -777,7 +777,8 @@ __global__ void rmsnorm8_q8_kernel(const float *__restrict__ x, const float *__r
     kc_pdl_begin();
     __shared__ float sh[32];
     const int t = threadIdx.x;
-    const float4 a = ((const float4 *)x)[2 * t], b = ((const float4 *)x)[2 * t + 1];
+    /* x is the previous kernel's output: ld.global.ca, not the read-only path (PDL; q8x_load_x) */
+    const float4 a = __ldca((const float4 *)x + 2 * t), b = __ldca((const float4 *)x + 2 * t + 1);
     float ss = a.x * a.x;
     ss += a.y * a.y;
     ss += a.z * a.z;
