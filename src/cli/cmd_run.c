@@ -462,29 +462,25 @@ static int store_case(run_state *st, const suite_case *c, const char *options, c
     q = NULL;
     /* what the engines' info() said, onto their artifact rows (the first case to say it wins) */
     const artifact *ar = c->reference ? find_artifact(st, "engine", c->reference->name) : NULL;
-    const struct {
-        int have;
-        const artifact *a;
-        const char *name, *version, *flags, *device;
-    } said[2] = {{r->have_engine, ae, r->engine_name, r->engine_version, r->build_flags, r->device},
-                 {r->have_ref_engine, ar, r->ref_engine_name, r->ref_engine_version, r->ref_build_flags,
-                  r->ref_device}};
+    const rec_engine *said[2] = {&r->engine, &r->ref_engine};
+    const artifact *onto[2] = {ae, ar};
     for (int i = 0; i < 2; i++) {
-        if (!said[i].have || !said[i].a) continue;
-        if (sqlite3_prepare_v2(db, "UPDATE artifacts SET engine_name = ?2, engine_version = ?3, build_flags = ?4, "
-                               "device = ?5 WHERE id = ?1 AND engine_name IS NULL", -1, &q, NULL) != SQLITE_OK) {
+        if (!said[i]->have || !onto[i]) continue;
+        if (!q && sqlite3_prepare_v2(db, "UPDATE artifacts SET engine_name = ?2, engine_version = ?3, build_flags = ?4, "
+                                     "device = ?5 WHERE id = ?1 AND engine_name IS NULL", -1, &q, NULL) != SQLITE_OK) {
             snprintf(err, err_len, "%s", sqlite3_errmsg(db));
             goto cleanup;
         }
-        sqlite3_bind_int64(q, 1, said[i].a->id);
-        bind_text_or_null(q, 2, said[i].name);
-        bind_text_or_null(q, 3, said[i].version);
-        bind_text_or_null(q, 4, said[i].flags);
-        bind_text_or_null(q, 5, said[i].device);
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, onto[i]->id);
+        bind_text_or_null(q, 2, said[i]->name);
+        bind_text_or_null(q, 3, said[i]->version);
+        bind_text_or_null(q, 4, said[i]->build_flags);
+        bind_text_or_null(q, 5, said[i]->device);
         STEP_OR_FAIL(q);
-        sqlite3_finalize(q);
-        q = NULL;
     }
+    sqlite3_finalize(q);
+    q = NULL;
     if (store_exec(db, "COMMIT", e, sizeof e) != 0) {
         snprintf(err, err_len, "%s", e);
         goto cleanup;

@@ -311,6 +311,14 @@ static char *cur_str(cur *c, int empty_null) {
 #define GROW(arr, n) ((arr) = xrealloc((arr), sizeof *(arr) * (size_t)((n) + 1)), &(arr)[(n)++])
 
 /* Parse the record stream into res. 0 ok (with a STATUS record), else err. */
+static void rec_engine_free(rec_engine *en) {
+    free(en->name);
+    free(en->version);
+    free(en->build_flags);
+    free(en->device);
+    memset(en, 0, sizeof *en);
+}
+
 static int parse_records(const bytes *b, case_result *res, char *err, size_t err_len) {
     size_t off = 0;
     int have_status = 0;
@@ -380,27 +388,16 @@ static int parse_records(const bytes *b, case_result *res, char *err, size_t err
             break;
         }
         case REC_ENGINE:
-            free(res->engine_name);
-            free(res->engine_version);
-            free(res->build_flags);
-            free(res->device);
-            res->engine_name = cur_str(&c, 1);
-            res->engine_version = cur_str(&c, 1);
-            res->build_flags = cur_str(&c, 1);
-            res->device = cur_str(&c, 1);
-            res->have_engine = 1;
+        case REC_REF_ENGINE: {
+            rec_engine *en = hdr[0] == REC_ENGINE ? &res->engine : &res->ref_engine;
+            rec_engine_free(en);
+            en->name = cur_str(&c, 1);
+            en->version = cur_str(&c, 1);
+            en->build_flags = cur_str(&c, 1);
+            en->device = cur_str(&c, 1);
+            en->have = 1;
             break;
-        case REC_REF_ENGINE:
-            free(res->ref_engine_name);
-            free(res->ref_engine_version);
-            free(res->ref_build_flags);
-            free(res->ref_device);
-            res->ref_engine_name = cur_str(&c, 1);
-            res->ref_engine_version = cur_str(&c, 1);
-            res->ref_build_flags = cur_str(&c, 1);
-            res->ref_device = cur_str(&c, 1);
-            res->have_ref_engine = 1;
-            break;
+        }
         case REC_STATUS:
             res->status = cur_i32(&c);
             free(res->error);
@@ -445,14 +442,8 @@ void case_result_free(case_result *r) {
     free(r->outputs);
     free(r->profile);
     free(r->error);
-    free(r->engine_name);
-    free(r->engine_version);
-    free(r->build_flags);
-    free(r->device);
-    free(r->ref_engine_name);
-    free(r->ref_engine_version);
-    free(r->ref_build_flags);
-    free(r->ref_device);
+    rec_engine_free(&r->engine);
+    rec_engine_free(&r->ref_engine);
     memset(r, 0, sizeof *r);
 }
 

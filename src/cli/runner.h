@@ -56,6 +56,8 @@ typedef struct rec_output {
     int64_t n_elements; void *data;  /* (n_elements,) */
 } rec_output;
 typedef struct rec_profile { char *kernel; int64_t calls; double total_ms, ms_per_step; } rec_profile;
+/* what an engine's info() reported (ENGINE / REF_ENGINE records); have 0: no record came */
+typedef struct rec_engine { int have; char *name, *version, *build_flags, *device; } rec_engine;
 
 typedef struct case_result {
     int status;            /* enum case_status */
@@ -65,10 +67,8 @@ typedef struct case_result {
     rec_sample *samples; int n_samples;
     rec_output *outputs; int n_outputs;
     rec_profile *profile; int n_profile;
-    int have_engine;
-    char *engine_name, *engine_version, *build_flags, *device;
-    int have_ref_engine;   /* engine-diff: the reference engine's info() */
-    char *ref_engine_name, *ref_engine_version, *ref_build_flags, *ref_device;
+    rec_engine engine;     /* the case's engine */
+    rec_engine ref_engine; /* engine-diff: the reference engine */
 } case_result;
 void case_result_free(case_result *r);
 /* The metric named `name`, or NULL. */
