@@ -85,10 +85,22 @@ __device__ __forceinline__ int q4q8_block_dot(const uint4 w, const int4 xa, cons
     return lo + (hi >> 4);
 }
 
+/* How q4q8_rows reads x, a kc_q8blk (3 x int4) per block and row: */
+#define XLOAD_CA 0  /* ld.global.ca: coherent (PDL-safe; see q8x_load_x) - the streaming default */
+#define XLOAD_NC 1  /* ld.global.nc (__ldg): the read-only path, NOT PDL-safe - option q8wide=nc, A/B only */
+#define XLOAD_SMEM 2 /* from shared memory (xq points there): matvec_q8s_kernel */
+template <int XM>
+__device__ __forceinline__ int4 q8_xload(const int4 *p)
+{
+    if (XM == XLOAD_CA) return __ldca(p);
+    if (XM == XLOAD_NC) return __ldg(p);
+    return *p;
+}
+
 /* The dot products of NR rows with xq for one warp: U blocks per lane loaded before any is used.
  * qrow[i]: the row's quant plane as uint4 (one per block), drow[i]: its scales; nb blocks.
- * Returns the full sums in out[i] on every lane. */
-template <int NR, int U>
+ * Returns the full sums in out[i] on every lane. x read as XM says. */
+template <int NR, int U, int XM = XLOAD_CA>
 __device__ __forceinline__ void q4q8_rows(const uint4 *const (&qrow)[NR], const __half *const (&drow)[NR], int nb,
                                           const kc_q8blk *__restrict__ xq, float (&out)[NR])
 {
@@ -118,7 +130,7 @@ __device__ __forceinline__ void q4q8_rows(const uint4 *const (&qrow)[NR], const 
             const int b = b0 + 32 * u;
             if (b < nb) {
                 const int4 *xv = (const int4 *)(xq + b); /* the predecessor's output: not __ldg (PDL, see q8x_load_x) */
-                const int4 xa = __ldca(xv), xb = __ldca(xv + 1), xe = __ldca(xv + 2);
+                const int4 xa = q8_xload<XM>(xv), xb = q8_xload<XM>(xv + 1), xe = q8_xload<XM>(xv + 2);
                 const float xd = __int_as_float(xe.x);
 #pragma unroll
                 for (int i = 0; i < NR; i++) {
@@ -154,6 +166,31 @@ __device__ __forceinline__ void q4q8_prefetch(const uint4 *const (&qrow)[R], con
     }
 }
 
+/* The next GEMV's weights into L2 (kc_set_prefetch_next): the plan's ranges are cut into granules of
+ * PF_GRANULE bytes, numbered range after range, and warp w of nw takes granules w, w + nw, ...
+ * Lane 0 issues each as ONE bulk prefetch (cp.async.bulk.prefetch, sm_90: no registers, no
+ * completion to wait for), so a 16 MB plan costs ~1000 instructions across the grid, where
+ * per-line prefetch.global.L2 (v7) cost one per 128 bytes. */
+#define PF_GRANULE 16384
+__device__ __forceinline__ void pf_issue(const kc_pf &pf, int w, int nw)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if ((threadIdx.x & 31) || w < 0) return;
+    unsigned g = (unsigned)w;
+#pragma unroll
+    for (int r = 0; r < KC_PF_RANGES; r++) { /* unrolled: constant indices keep pf out of local memory */
+        if (r >= pf.nr) break;
+        const unsigned n = pf.n[r], ng = (n + PF_GRANULE - 1) / PF_GRANULE;
+        for (; g < ng; g += (unsigned)nw) {
+            const unsigned off = g * PF_GRANULE, len = n - off < PF_GRANULE ? n - off : PF_GRANULE;
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"((const char *)pf.p[r] + off), "r"(len)
+                         : "memory");
+        }
+        g -= ng;
+    }
+#endif
+}
+
 /* Up to KC_Q8_MATS matrices of one width in one launch: row group gg in [gstart[i], gstart[i+1])
  * is rows (gg - gstart[i])*R.. of W[i]. */
 typedef struct q8_job {
@@ -161,15 +198,18 @@ typedef struct q8_job {
     float *y[KC_Q8_MATS];
     int gstart[KC_Q8_MATS + 1];
     int n, accumulate, prefetch;
+    kc_pf pf; /* the next GEMV's weights (kc_set_prefetch_next) */
 } q8_job;
 
 /* y[i] (W[i].rows,) [+]= W[i] . x, x as xq (cols/32,) blocks. Rows past a matrix's end repeat its
  * last row's loads (in bounds) and are not stored. */
-template <int R, int U>
+template <int R, int U, int XM = XLOAD_CA>
 __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8_kernel(const q8_job job, const kc_q8blk *__restrict__ xq)
 {
     const int lane = threadIdx.x & 31;
-    const int gg = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5);
+    const int gg = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5), nw = gridDim.x * Q8M_WARPS;
+    if (job.pf.nr) /* numbered from the grid's end: the blocks scheduled last prefetch */
+        pf_issue(job.pf, nw - 1 - gg, nw < 1024 ? nw : 1024);
     if (gg >= job.gstart[job.n]) {
         kc_pdl_begin();
         return;
@@ -193,11 +233,56 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8_kernel(const q8_job 
     if (job.prefetch) q4q8_prefetch<R>(qrow, drow, nb);
     kc_pdl_begin();
     float s[R];
-    q4q8_rows<R, U>(qrow, drow, nb, xq, s);
+    q4q8_rows<R, U, XM>(qrow, drow, nb, xq, s);
     if (lane == 0) {
 #pragma unroll
         for (int i = 0; i < R; i++)
             if (r0 + i < rows) y[r0 + i] = job.accumulate ? y[r0 + i] + s[i] : s[i];
+    }
+}
+
+/* The streaming kernel's rows on a persistent grid with x in shared memory (option q8wide=smem):
+ * each block copies the nb x blocks (nb * 48 bytes: 26 KB for the 17408-wide down projection) once,
+ * after the PDL wait, with coherent loads, then its warps walk R-row groups with the grid's stride,
+ * reading x from shared memory. Why: the streaming kernel re-reads x from L1 for every row (3
+ * LDG.128 per block and row: 2.7x the weight bytes through L1), and the coherent loads it needs
+ * under PDL (XLOAD_CA) looked slower than the read-only path (PERF-NOTES v12). Per row the same
+ * arithmetic in the same order as q4q8_rows: bit-identical to matvec_q8_kernel. */
+template <int R, int U>
+__global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8s_kernel(const q8_job job, const kc_q8blk *__restrict__ xq)
+{
+    extern __shared__ int4 xsm[]; /* (nb, 3): the kc_q8blk blocks of x */
+    kc_pdl_begin();
+    const int lane = threadIdx.x & 31, nb = job.W[0].cols / 32;
+    const int total = job.gstart[job.n], stride = gridDim.x * Q8M_WARPS, w0 = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5);
+    for (int i = threadIdx.x; i < nb * 3; i += blockDim.x) xsm[i] = __ldca((const int4 *)xq + i);
+    __syncthreads();
+    if (job.pf.nr && w0 >= total) pf_issue(job.pf, w0, stride);
+    for (int gg = w0; gg < total; gg += stride) {
+        if (job.pf.nr && gg + stride >= total) pf_issue(job.pf, w0, stride);
+        int mi = 0;
+#pragma unroll
+        for (int i = 1; i < KC_Q8_MATS; i++)
+            if (i < job.n && gg >= job.gstart[i]) mi = i;
+        const kc_mat &W = job.W[mi];
+        const int rows = W.rows;
+        const int r0 = (gg - job.gstart[mi]) * R;
+        const uint4 *qrow[R];
+        const __half *drow[R];
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            const int r = r0 + i < rows ? r0 + i : rows - 1;
+            qrow[i] = (const uint4 *)W.data + (size_t)r * nb;
+            drow[i] = W.d + (size_t)r * nb;
+        }
+        float s[R];
+        q4q8_rows<R, U, XLOAD_SMEM>(qrow, drow, nb, (const kc_q8blk *)xsm, s);
+        if (lane == 0) {
+            float *y = job.y[mi];
+#pragma unroll
+            for (int i = 0; i < R; i++)
+                if (r0 + i < rows) y[r0 + i] = job.accumulate ? y[r0 + i] + s[i] : s[i];
+        }
     }
 }
 
@@ -337,8 +422,10 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8x_kernel(const q8_job
     float xd[NBL];
     int xs[NBL];
     q8x_load_x<NBL>(xq, nb, xa, xb, xd, xs);
-    const int total = job.gstart[job.n], stride = gridDim.x * Q8M_WARPS;
-    for (int gg = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5); gg < total; gg += stride) {
+    const int total = job.gstart[job.n], stride = gridDim.x * Q8M_WARPS, w0 = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5);
+    if (job.pf.nr && w0 >= total) pf_issue(job.pf, w0, stride); /* no row: at once */
+    for (int gg = w0; gg < total; gg += stride) {
+        if (job.pf.nr && gg + stride >= total) pf_issue(job.pf, w0, stride); /* its last row */
         int mi = 0;
 #pragma unroll
         for (int i = 1; i < KC_Q8_MATS; i++)
@@ -360,7 +447,7 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8x_kernel(const q8_job
 template <int NBL>
 __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_swiglu_q8x_kernel(const kc_mat G, const kc_mat Up,
                                                                             const kc_q8blk *__restrict__ xq,
-                                                                            float *__restrict__ y)
+                                                                            float *__restrict__ y, const kc_pf pf)
 {
     kc_pdl_begin();
     const int lane = threadIdx.x & 31, nb = G.cols / 32;
@@ -368,7 +455,10 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_swiglu_q8x_kernel(const
     float xd[NBL];
     int xs[NBL];
     q8x_load_x<NBL>(xq, nb, xa, xb, xd, xs);
-    for (int r = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5); r < G.rows; r += gridDim.x * Q8M_WARPS) {
+    const int w0 = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5), stride = gridDim.x * Q8M_WARPS;
+    if (pf.nr && w0 >= G.rows) pf_issue(pf, w0, stride);
+    for (int r = w0; r < G.rows; r += stride) {
+        if (pf.nr && r + stride >= G.rows) pf_issue(pf, w0, stride);
         uint4 wg[NBL], wu[NBL];
         float dg[NBL], du[NBL];
         q8x_load_w<NBL>((const uint4 *)G.data + (size_t)r * nb, G.d + (size_t)r * nb, nb, wg, dg);

@@ -540,6 +540,60 @@ cudaError_t kc_matvec_swiglu(const kc_mat *G, const kc_mat *U, const float *x, f
 
 #include "gemv_q8.cuh"
 
+static __thread kc_pf g_pf_next; /* kc_set_prefetch_next: taken by the next q8 GEMV launch */
+
+void kc_set_prefetch_next(const kc_pf *pf)
+{
+    if (pf) g_pf_next = *pf;
+    else memset(&g_pf_next, 0, sizeof g_pf_next);
+}
+
+static kc_pf take_prefetch_next(void)
+{
+    const kc_pf pf = g_pf_next;
+    memset(&g_pf_next, 0, sizeof g_pf_next);
+    return pf;
+}
+
+/* append [p, p + n) rounded down to 16 bytes; the GEMV reads whole rows from the start */
+static void pf_add(kc_pf *pf, const void *p, size_t n)
+{
+    n &= ~(size_t)15;
+    if (n > 0xFFFFFFF0u) n = 0xFFFFFFF0u;
+    if (!n || pf->nr >= KC_PF_RANGES) return;
+    pf->p[pf->nr] = p;
+    pf->n[pf->nr] = (uint32_t)n;
+    pf->nr++;
+}
+
+void kc_prefetch_plan(kc_pf *pf, const kc_mat *const *W, int n, int paired, size_t bytes)
+{
+    memset(pf, 0, sizeof *pf);
+    if (n < 1 || n > KC_PF_RANGES / 2 || (paired && n != 2)) return;
+    for (int i = 0; i < n; i++)
+        if (W[i]->type != GGML_Q4_0 || W[i]->layout != 0 || W[i]->cols % 32) return;
+    if (paired) { /* row r of gate and up together: the same number of rows of each */
+        const size_t row = (size_t)(W[0]->cols / 32) * 18 + (size_t)(W[1]->cols / 32) * 18;
+        size_t rows = bytes / row;
+        if (rows > (size_t)W[0]->rows) rows = (size_t)W[0]->rows;
+        for (int i = 0; i < 2; i++) {
+            const size_t nb = (size_t)W[i]->cols / 32;
+            pf_add(pf, W[i]->data, rows * nb * 16);
+            pf_add(pf, W[i]->d, rows * nb * 2);
+        }
+        return;
+    }
+    for (int i = 0; i < n && bytes; i++) { /* matrix after matrix */
+        const size_t nb = (size_t)W[i]->cols / 32, row = nb * 18;
+        size_t rows = bytes / row;
+        if (rows > (size_t)W[i]->rows) rows = (size_t)W[i]->rows;
+        pf_add(pf, W[i]->data, rows * nb * 16);
+        pf_add(pf, W[i]->d, rows * nb * 2);
+        bytes -= rows * row;
+        if (rows < (size_t)W[i]->rows) break;
+    }
+}
+
 cudaError_t kc_quantize_q8(const float *x, int n, kc_q8blk *xq, cudaStream_t st)
 {
     if (n <= 0 || n % 32) return cudaErrorInvalidValue;
@@ -563,12 +617,41 @@ static int q8_unroll(const kc_mat *W)
     return W->rows > 65536 ? 2 : 1;
 }
 
-#define Q8_DISPATCH_U(KERNEL, R, U, grid, st, ...)                                               \
+#define Q8_DISPATCH_U(KERNEL, R, U, grid, st, ...) Q8_DISPATCH_US(KERNEL, R, U, grid, 0, st, __VA_ARGS__)
+#define Q8_DISPATCH_US(KERNEL, R, U, grid, smem, st, ...)                                        \
     do {                                                                                          \
-        if ((U) == 4) kc_launch(KERNEL<R, 4>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__);               \
-        else if ((U) == 1) kc_launch(KERNEL<R, 1>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__);          \
-        else kc_launch(KERNEL<R, 2>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__);                         \
+        if ((U) == 4) kc_launch(KERNEL<R, 4>, grid, 32 * Q8M_WARPS, smem, st, __VA_ARGS__);            \
+        else if ((U) == 1) kc_launch(KERNEL<R, 1>, grid, 32 * Q8M_WARPS, smem, st, __VA_ARGS__);       \
+        else kc_launch(KERNEL<R, 2>, grid, 32 * Q8M_WARPS, smem, st, __VA_ARGS__);                      \
     } while (0)
+#define Q8_DISPATCH_NC(R, U, grid, st, ...)                                                       \
+    do {                                                                                          \
+        if ((U) == 4) kc_launch(matvec_q8_kernel<R, 4, XLOAD_NC>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__); \
+        else if ((U) == 1) kc_launch(matvec_q8_kernel<R, 1, XLOAD_NC>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__); \
+        else kc_launch(matvec_q8_kernel<R, 2, XLOAD_NC>, grid, 32 * Q8M_WARPS, 0, st, __VA_ARGS__); \
+    } while (0)
+
+/* persistent grid of matvec_q8s_kernel<R, U> with smem bytes of x: its resident blocks on the
+ * device, at most `groups` warps' worth */
+template <int R, int U>
+static int q8s_slots(size_t smem)
+{
+    int dev = 0, sms = 0, a = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, matvec_q8s_kernel<R, U>, 32 * Q8M_WARPS, smem) != cudaSuccess)
+        return 0;
+    return sms * (a > 0 ? a : 1);
+}
+static int q8s_grid(int R, int U, size_t smem, int groups)
+{
+    int slots;
+    if (R == 4) slots = U == 4 ? q8s_slots<4, 4>(smem) : U == 1 ? q8s_slots<4, 1>(smem) : q8s_slots<4, 2>(smem);
+    else if (R == 1) slots = U == 4 ? q8s_slots<1, 4>(smem) : U == 1 ? q8s_slots<1, 1>(smem) : q8s_slots<1, 2>(smem);
+    else slots = U == 4 ? q8s_slots<2, 4>(smem) : U == 1 ? q8s_slots<2, 1>(smem) : q8s_slots<2, 2>(smem);
+    const int need = (groups + Q8M_WARPS - 1) / Q8M_WARPS;
+    return slots > 0 && slots < need ? slots : need;
+}
 
 /* x-stationary kernels: blocks per lane NBL = 1..Q8X_MAX_NBL (cols <= 1024 * NBL); their resident
  * blocks on the device (persistent grids), filled by kc_gemv_setup */
@@ -651,6 +734,7 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
     job.n = n;
     job.accumulate = accumulate;
     job.prefetch = W[0]->prefetch;
+    job.pf = take_prefetch_next();
     const int nbl = q8x_nbl(W[0]);
     if (nbl) { /* one row per warp step: R = 1 row groups */
         for (int i = 0; i < n; i++) job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
@@ -658,7 +742,21 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
         Q8X_DISPATCH(matvec_q8x_kernel, nbl, q8x_grid(0, nbl, job.gstart[n]), st, job, xq);
         return cudaGetLastError();
     }
+    const size_t xsmem = (size_t)(W[0]->cols / 32) * sizeof(kc_q8blk);
+    if (W[0]->q8wide == 2 && xsmem <= 48 * 1024) { /* persistent, x in shared memory */
+        const int grid = q8s_grid(R, U, xsmem, job.gstart[n]);
+        if (R == 4) Q8_DISPATCH_US(matvec_q8s_kernel, 4, U, grid, xsmem, st, job, xq);
+        else if (R == 1) Q8_DISPATCH_US(matvec_q8s_kernel, 1, U, grid, xsmem, st, job, xq);
+        else Q8_DISPATCH_US(matvec_q8s_kernel, 2, U, grid, xsmem, st, job, xq);
+        return cudaGetLastError();
+    }
     const int grid = (job.gstart[n] + Q8M_WARPS - 1) / Q8M_WARPS;
+    if (W[0]->q8wide == 1) { /* x via the read-only path: A/B only */
+        if (R == 4) Q8_DISPATCH_NC(4, U, grid, st, job, xq);
+        else if (R == 1) Q8_DISPATCH_NC(1, U, grid, st, job, xq);
+        else Q8_DISPATCH_NC(2, U, grid, st, job, xq);
+        return cudaGetLastError();
+    }
     if (R == 4) Q8_DISPATCH_U(matvec_q8_kernel, 4, U, grid, st, job, xq);
     else if (R == 1) Q8_DISPATCH_U(matvec_q8_kernel, 1, U, grid, st, job, xq);
     else Q8_DISPATCH_U(matvec_q8_kernel, 2, U, grid, st, job, xq);
@@ -672,8 +770,9 @@ cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk
         G->rows != U->rows || (yq && (!cnt || G->rows % 32)))
         return cudaErrorInvalidValue;
     const int nbl = q8x_nbl(G);
+    const kc_pf pf = take_prefetch_next(); /* the streaming SwiGLU below does not prefetch */
     if (nbl && !yq) {
-        Q8X_DISPATCH(matvec_swiglu_q8x_kernel, nbl, q8x_grid(1, nbl, G->rows), st, *G, *U, xq, y);
+        Q8X_DISPATCH(matvec_swiglu_q8x_kernel, nbl, q8x_grid(1, nbl, G->rows), st, *G, *U, xq, y, pf);
         return cudaGetLastError();
     }
     const int P = q8_rpw(G) >= 2 ? 2 : 1, UN = q8_unroll(G); /* 2P row streams per warp */
@@ -1234,20 +1333,24 @@ cudaError_t kc_attention(const float *q, const float *kc, const float *vc, const
     return cudaGetLastError();
 }
 
-/* Split attention (flash-decoding): grid (nh, nsplit), block (h, s) takes the positions
- * [s*ATTN_CHUNK, (s+1)*ATTN_CHUNK) below n: its scores, their max m_s, l_s = sum exp(score - m_s) and
+/* Split attention (flash-decoding): grid (nh, ns), ns = kc_attention_splits(ctx) fixed at graph
+ * capture; at run time the n = pos + 1 positions are cut into chunks of c = ceil(n / ns) and block
+ * (h, s) takes [s*c, (s+1)*c) below n: its scores, their max m_s, l_s = sum exp(score - m_s) and
  * o_s = sum exp(score - m_s) v into part[h][s] = (m_s, l_s, o_s (hd)). The last block of head h to
- * finish (atomic ticket, re-armed) merges the splits: out = sum_s e^(m_s-M) o_s / sum_s e^(m_s-M) l_s
- * times the sigmoid gate, and quantises it into oq when given (hd % 32 == 0).
- * Why: one block per head (attention_kernel) walks all n positions serially on 24 of 132 SMs: at
- * n = 4096 the 27B step spent 13 ms there. Splits past n exit at once (the grid is fixed at graph
- * capture for the largest n = ctx). dynamic smem: (hd + ATTN_CHUNK + nsplit) floats. */
-#define ATTN_CHUNK 256
+ * finish (atomic ticket, re-armed) merges the used splits: out = sum_s e^(m_s-M) o_s / sum_s
+ * e^(m_s-M) l_s times the sigmoid gate, and quantises it into oq when given (hd % 32 == 0).
+ * Why: one block per head (attention_kernel) walks all n positions serially on 24 of 132 SMs (at
+ * n = 4096 the 27B step spent 13 ms there); v10 used fixed 256-position chunks, so at n = 512 only
+ * 2 blocks per head worked and each thread's V loop was 256 dependent steps (~70 us per layer).
+ * Now every n up to ctx spreads over all ns blocks and the V loop keeps 8 loads in flight.
+ * dynamic smem: (hd + ceil(ctx/ns) + ns) floats. */
+#define ATTN_MAX_SPLITS 32
+#define ATTN_MIN_CHUNK 16 /* positions per split at n = ctx, at least */
 __global__ void attention_split_kernel(const float *__restrict__ q, const float *__restrict__ kc,
                                        const float *__restrict__ vc, const float *__restrict__ gate, int gs,
                                        float *__restrict__ out, kc_q8blk *__restrict__ oq, int nh, int nkv, int hd,
                                        float scale, const int32_t *__restrict__ pos, float *__restrict__ part,
-                                       unsigned int *__restrict__ cnt)
+                                       unsigned int *__restrict__ cnt, int cmax)
 {
     kc_pdl_begin();
     extern __shared__ float sm[];
@@ -1255,8 +1358,9 @@ __global__ void attention_split_kernel(const float *__restrict__ q, const float 
     __shared__ int last;
     const int h = blockIdx.x, sp = blockIdx.y, ns = gridDim.y, kvh = h / (nh / nkv);
     const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    const int n = *pos + 1, t0 = sp * ATTN_CHUNK, t1 = n < t0 + ATTN_CHUNK ? n : t0 + ATTN_CHUNK;
-    float *sq = sm, *sc = sm + hd, *ws = sm + hd + ATTN_CHUNK;
+    const int n = *pos + 1, c = (n + ns - 1) / ns; /* c <= cmax for n <= ctx */
+    const int t0 = sp * c, t1 = n < t0 + c ? n : t0 + c;
+    float *sq = sm, *sc = sm + hd, *ws = sm + hd + cmax;
     float *pp = part + ((size_t)h * ns + sp) * (hd + 2);
     const size_t rs = (size_t)nkv * hd; /* cache row stride */
     if (t0 < n) {
@@ -1290,6 +1394,7 @@ __global__ void attention_split_kernel(const float *__restrict__ q, const float 
         for (int d = threadIdx.x; d < hd; d += blockDim.x) {
             const float *vt = vc + (size_t)kvh * hd + d;
             float acc = 0.0f;
+#pragma unroll 8
             for (int t = t0; t < t1; t++) acc += sc[t - t0] * vt[(size_t)t * rs];
             pp[2 + d] = acc;
         }
@@ -1306,7 +1411,7 @@ __global__ void attention_split_kernel(const float *__restrict__ q, const float 
     __syncthreads();
     if (!last) return;
     __threadfence();
-    const int nsu = (n + ATTN_CHUNK - 1) / ATTN_CHUNK < ns ? (n + ATTN_CHUNK - 1) / ATTN_CHUNK : ns;
+    const int nsu = (n + c - 1) / c; /* splits that held positions */
     const float *ph = part + (size_t)h * ns * (hd + 2);
     float M = -INFINITY, L = 0.0f;
     for (int s = 0; s < nsu; s++) M = fmaxf(M, __ldcg(ph + (size_t)s * (hd + 2)));
@@ -1328,17 +1433,22 @@ __global__ void attention_split_kernel(const float *__restrict__ q, const float 
     if (threadIdx.x == 0) cnt[h] = 0;
 }
 
-int kc_attention_splits(int ctx) { return (ctx + ATTN_CHUNK - 1) / ATTN_CHUNK; }
+int kc_attention_splits(int ctx)
+{
+    const int ns = (ctx + ATTN_MIN_CHUNK - 1) / ATTN_MIN_CHUNK;
+    return ns < 1 ? 1 : ns > ATTN_MAX_SPLITS ? ATTN_MAX_SPLITS : ns;
+}
 
 cudaError_t kc_attention_split(const float *q, const float *kc, const float *vc, const float *gate, int gs,
                                float *out, kc_q8blk *oq, int nh, int nkv, int hd, int ctx, float scale,
                                const int32_t *pos, float *part, unsigned int *cnt, cudaStream_t st)
 {
-    const int ns = kc_attention_splits(ctx);
-    const size_t smem = (size_t)(hd + ATTN_CHUNK + ns) * sizeof(float);
+    if (ctx < 1) return cudaErrorInvalidValue;
+    const int ns = kc_attention_splits(ctx), cmax = (ctx + ns - 1) / ns;
+    const size_t smem = (size_t)(hd + cmax + ns) * sizeof(float);
     if (smem > 48 * 1024 || (oq && hd % 32) || nh % nkv) return cudaErrorInvalidValue;
     kc_launch(attention_split_kernel, dim3(nh, ns), ATTN_THREADS, smem, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd,
-              scale, pos, part, cnt);
+              scale, pos, part, cnt, cmax);
     return cudaGetLastError();
 }
 

@@ -51,6 +51,9 @@ typedef struct kc_mat {
     int32_t unroll; /* q4_0 x q8 GEMV: blocks per lane loaded before use (1, 2, 4); 0 = default */
     int32_t prefetch; /* q4_0 x q8 GEMV: L2-prefetch the first weights before kc_pdl_begin (option) */
     int32_t q8kind; /* q4_0 x q8 GEMV: 0 x-stationary where cols <= 6144, rows <= 65536 (default), 1 streaming (v6) */
+    int32_t q8wide; /* q4_0 x q8 GEMV of the matrices that stream (q8kind 1 or not x-stationary): 0 the
+                     * streaming kernel, 1 the same with x via the read-only path (A/B only: not PDL-safe),
+                     * 2 persistent grid with x in shared memory (matvec_q8s_kernel) */
 } kc_mat;
 
 /* Rows per warp the q4_0 layout-1 GEMV uses for this matrix (W->rpw, or by its row count;
@@ -119,6 +122,24 @@ cudaError_t kc_quantize_q8(const float *x, int n, kc_q8blk *xq, cudaStream_t st)
 #define KC_Q8_MATS 4
 cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const kc_q8blk *xq, int accumulate,
                          cudaStream_t st);
+/* Weights of the step's NEXT GEMV, prefetched into L2 by the warps of the q8 GEMV launched after
+ * kc_set_prefetch_next(pf), as each starts its last row (cuda/PERF-NOTES.md v12): while this GEMV
+ * drains and the small kernels between the two run, HBM keeps streaming what the next one reads
+ * first. Up to KC_PF_RANGES byte ranges (start 16-byte aligned, length a multiple of 16). Only a
+ * hint: results never change. */
+#define KC_PF_RANGES 8
+typedef struct kc_pf {
+    const void *p[KC_PF_RANGES]; /* range starts */
+    uint32_t n[KC_PF_RANGES];    /* range lengths in bytes */
+    int nr;                      /* ranges used */
+} kc_pf;
+/* The plan the next kc_matvec_q8 / kc_matvec_swiglu_q8 launch carries out (copied, then cleared);
+ * NULL clears it. Thread-local, as kc_set_pdl. */
+void kc_set_prefetch_next(const kc_pf *pf);
+/* Plan for the first `bytes` (rounded down to whole rows) a q4_0 layout-0 q8 GEMV over W[0..n)
+ * reads: its rows go matrix after matrix (kc_matvec_q8), or, paired != 0 (n == 2, the SwiGLU's gate
+ * and up), row r of both together; each row's quants and scales. n <= KC_PF_RANGES / 2. */
+void kc_prefetch_plan(kc_pf *pf, const kc_mat *const *W, int n, int paired, size_t bytes);
 /* 1 when kc_matvec_q8 / kc_matvec_swiglu_q8 (without yq) take the x-stationary kernel for W (q8kind 0,
  * cols <= 6144, rows <= 65536: each lane keeps its activation blocks in registers; persistent grid) */
 int kc_q8_stationary(const kc_mat *W);
@@ -208,11 +229,12 @@ cudaError_t kc_attn_prep(const float *qg, float *ak, const float *av, const floa
 cudaError_t kc_attention(const float *q, const float *kc, const float *vc, const float *gate, int gs,
                          float *out, int nh, int nkv, int hd, int ctx, float scale,
                          const int32_t *pos, cudaStream_t st);
-/* kc_attention split over positions (flash-decoding: kc_attention_splits(ctx) blocks of 256
- * positions per head, merged by the last block of each head), out within rounding of kc_attention;
- * oq != NULL: out also quantised (quantize_q8) into oq (nh*hd/32,), hd % 32 == 0. Scratch: part
- * (nh, kc_attention_splits(ctx), hd + 2) floats, cnt (nh,) zero before the first call (left zero).
- * Any ctx whose split count fits in shared memory (~10 k splits). */
+/* kc_attention split over positions (flash-decoding: kc_attention_splits(ctx) = min(32,
+ * ceil(ctx/16)) blocks per head, each taking ceil(n/splits) of the n = pos + 1 positions, merged by
+ * the last block of each head), out within rounding of kc_attention; oq != NULL: out also quantised
+ * (quantize_q8) into oq (nh*hd/32,), hd % 32 == 0. Scratch: part (nh, kc_attention_splits(ctx),
+ * hd + 2) floats, cnt (nh,) zero before the first call (left zero). Any ctx whose chunk
+ * ceil(ctx/32) fits in shared memory beside q (~370 k positions at hd 256). */
 int kc_attention_splits(int ctx);
 cudaError_t kc_attention_split(const float *q, const float *kc, const float *vc, const float *gate, int gs,
                                float *out, kc_q8blk *oq, int nh, int nkv, int hd, int ctx, float scale,

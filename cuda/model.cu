@@ -87,6 +87,7 @@ int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t
     out->gemv = m->gemv_kind;
     out->unroll = m->gemv_unroll;
     out->prefetch = m->gemv_prefetch;
+    out->q8wide = m->q8wide;
     out->q8kind = m->q8kind;
     if (kc_alloc(m, &out->data, db)) goto cleanup;
     if (sb && kc_alloc(m, (void **)&out->d, sb)) goto cleanup;
@@ -336,12 +337,49 @@ static int same_shape_class(const kc_mat *a, const kc_mat *b)
 /* dot=q8 takes matrix W: q4_0 (uploaded in layout 0 for it) */
 static int q8_path(const kc_model *m, const kc_mat *W) { return m->dot_q8 && W->type == 2u && W->layout == 0; }
 
+/* Option pf_next: the plan for the first m->pf_bytes of weights the q8 GEMV over W[0..n) reads
+ * (paired: the SwiGLU's gate and up), for the GEMV launched before it; NULL when off or when that
+ * GEMV is not on the q8 path. */
+static const kc_pf *plan_for(const kc_model *m, kc_pf *pf, const kc_mat *const *W, int n, int paired)
+{
+    if (!m->pf_bytes) return NULL;
+    for (int i = 0; i < n; i++)
+        if (!q8_path(m, W[i])) return NULL;
+    kc_prefetch_plan(pf, W, n, paired, m->pf_bytes);
+    return pf->nr ? pf : NULL;
+}
+
+/* GDN layer: beta/alpha go with qkv and z in the q8 launch (see kc_layer_step) */
+static int gdn_ba_q8(const kc_model *m, const kc_layer *L)
+{
+    return q8_path(m, &L->qkv) && q8_path(m, &L->z) && q8_path(m, &L->beta_w) && q8_path(m, &L->alpha_w) &&
+           L->beta_w.cols == m->dm.n_embd;
+}
+
+/* The plan for the first GEMV of layer l (its input projections), for l == n_layers the lm_head
+ * when the step computes logits, else none. */
+static const kc_pf *plan_layer_in(const kc_model *m, kc_pf *pf, int l)
+{
+    if (l >= m->dm.n_layers) {
+        const kc_mat *W[1] = {&m->lm_head};
+        return m->step_logits ? plan_for(m, pf, W, 1, 0) : NULL;
+    }
+    const kc_layer *L = &m->layers[l];
+    if (L->type == KESTREL_LAYER_GDN) {
+        const kc_mat *W[4] = {&L->qkv, &L->z, &L->beta_w, &L->alpha_w};
+        return plan_for(m, pf, W, gdn_ba_q8(m, L) ? 4 : 2, 0);
+    }
+    const kc_mat *W[3] = {&L->wq, &L->wk, &L->wv};
+    return plan_for(m, pf, W, 3, 0);
+}
+
 /* y[i] (W[i]->rows,) [+]= W[i] . x (cols,) for n <= KC_Q8_MATS matrices of one width. dot=q8 with
  * q4_0 weights: ONE integer-dot launch for all n on xq, the quantised x that the previous kernel
  * produced, or (xq NULL) x quantised here into m->xq; otherwise the f32 GEMVs (pairs fused by
- * matvec2). `what` names the launch in the profile ("<what>_q4_0xq8" / "<what>_<type>"). */
+ * matvec2). `what` names the launch in the profile ("<what>_q4_0xq8" / "<what>_<type>"). pf: the next
+ * GEMV's weights for the q8 launch to prefetch (plan_for), or NULL. */
 static int gemv_set(kc_model *m, const char *what, const kc_mat *const *W, float *const *y, int n, const float *x,
-                    const kc_q8blk *xq, int accumulate)
+                    const kc_q8blk *xq, int accumulate, const kc_pf *pf)
 {
     int rc = -1;
     cudaStream_t st = m->st;
@@ -354,6 +392,7 @@ static int gemv_set(kc_model *m, const char *what, const kc_mat *const *W, float
             xq = m->xq;
         }
         snprintf(nm, sizeof nm, "%s_q4_0xq8", what);
+        kc_set_prefetch_next(pf);
         RUN(nm, kc_matvec_q8(W, y, n, xq, accumulate, st));
         rc = 0;
         goto cleanup;
@@ -374,13 +413,14 @@ cleanup:
 /* y (G.rows,) = silu(G . x) * (U . x), by path as gemv_set. yq != NULL (q8 path, rows % 32 == 0):
  * y also quantised into yq for the next GEMV. */
 static int gemv_swiglu(kc_model *m, const kc_mat *G, const kc_mat *U, const float *x, float *y, int xq_ready,
-                       kc_q8blk *yq)
+                       kc_q8blk *yq, const kc_pf *pf)
 {
     int rc = -1;
     cudaStream_t st = m->st;
     char nm[64];
     if (q8_path(m, G) && q8_path(m, U)) {
         if (!xq_ready) RUN("quantize_q8", kc_quantize_q8(x, G->cols, m->xq, st));
+        kc_set_prefetch_next(pf);
         if (kc_q8_stationary(G)) { /* its rows are not grouped by 32 per block: quantise y after it */
             RUN("matvec_swiglu_q4_0xq8", kc_matvec_swiglu_q8(G, U, m->xq, y, NULL, NULL, st));
             if (yq) RUN("quantize_q8", kc_quantize_q8(y, G->rows, yq, st));
@@ -404,6 +444,8 @@ int kc_layer_step(kc_model *m, int l)
     cudaStream_t st = m->st;
     const int D = d->n_embd;
     char nm[64];
+    kc_pf pf; /* option pf_next: the next GEMV's weights, for the GEMV launched before it */
+    const kc_mat *FF[2] = {&L->ffn_gate, &L->ffn_up}, *DOWN[1] = {&L->ffn_down};
     /* dot=q8: the norm also quantises its output for the projections that follow */
     const int q8_in = L->type == KESTREL_LAYER_GDN ? q8_path(m, &L->qkv) && q8_path(m, &L->z)
                                                    : q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv);
@@ -420,12 +462,14 @@ int kc_layer_step(kc_model *m, int l)
         /* the projections of xn: qkv and z in one launch, with dot=q8 also q4_0 beta/alpha (every q4_0
          * matrix takes the integer-dot path, the rule the CPU engine's dot=q8 follows); f32 beta/alpha
          * with dot=q8 are computed by gdn_prep itself (one launch less) */
-        const int ba_q8 = q8_in && q8_path(m, &L->beta_w) && q8_path(m, &L->alpha_w) && L->beta_w.cols == D;
+        const int ba_q8 = q8_in && gdn_ba_q8(m, L);
         const int prep_ba = m->dot_q8 && L->beta_w.type == 0u && L->alpha_w.type == 0u && L->beta_w.cols == D;
         {
             const kc_mat *W[4] = {&L->qkv, &L->z, &L->beta_w, &L->alpha_w};
             float *Y[4] = {g->raw, g->z, g->b, g->a};
-            if (gemv_set(m, ba_q8 ? "matvec4" : "matvec2", W, Y, ba_q8 ? 4 : 2, m->xn, q8_in ? m->xq : NULL, 0))
+            const kc_mat *OUT[1] = {&L->out};
+            if (gemv_set(m, ba_q8 ? "matvec4" : "matvec2", W, Y, ba_q8 ? 4 : 2, m->xn, q8_in ? m->xq : NULL, 0,
+                         plan_for(m, &pf, OUT, 1, 0)))
                 goto cleanup;
         }
         if (!ba_q8 && !prep_ba && L->beta_w.type == L->alpha_w.type) {
@@ -461,7 +505,8 @@ int kc_layer_step(kc_model *m, int l)
         {
             const kc_mat *W[1] = {&L->out};
             float *Y[1] = {m->x};
-            if (gemv_set(m, "matvec_add", W, Y, 1, g->o_norm, q8_out ? m->xq : NULL, 1)) goto cleanup;
+            if (gemv_set(m, "matvec_add", W, Y, 1, g->o_norm, q8_out ? m->xq : NULL, 1, plan_for(m, &pf, FF, 2, 1)))
+                goto cleanup;
         }
     } else {
         const int ai = L->attn_index, hd = d->hd;
@@ -470,12 +515,14 @@ int kc_layer_step(kc_model *m, int l)
         if (q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv)) { /* q, k, v: one launch */
             const kc_mat *W[3] = {&L->wq, &L->wk, &L->wv};
             float *Y[3] = {m->qg, m->ak, m->av};
-            if (gemv_set(m, "matvec3", W, Y, 3, m->xn, q8_in ? m->xq : NULL, 0)) goto cleanup;
+            const kc_mat *WO[1] = {&L->wo};
+            if (gemv_set(m, "matvec3", W, Y, 3, m->xn, q8_in ? m->xq : NULL, 0, plan_for(m, &pf, WO, 1, 0)))
+                goto cleanup;
         } else {
             const kc_mat *W[3] = {&L->wq, &L->wk, &L->wv};
             float *Y[3] = {m->qg, m->ak, m->av};
-            if (gemv_set(m, "matvec", W, Y, 1, m->xn, NULL, 0)) goto cleanup;
-            if (gemv_set(m, "matvec2", W + 1, Y + 1, 2, m->xn, NULL, 0)) goto cleanup;
+            if (gemv_set(m, "matvec", W, Y, 1, m->xn, NULL, 0, NULL)) goto cleanup;
+            if (gemv_set(m, "matvec2", W + 1, Y + 1, 2, m->xn, NULL, 0, NULL)) goto cleanup;
         }
         /* q/k norms, RoPE and the KV append: one launch (bit-identical to the five) */
         RUN("attn_prep", kc_attn_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, m->aq, kc, vc, d->nh, d->nkv, hd,
@@ -488,18 +535,21 @@ int kc_layer_step(kc_model *m, int l)
         {
             const kc_mat *W[1] = {&L->wo};
             float *Y[1] = {m->x};
-            if (gemv_set(m, "matvec_add", W, Y, 1, m->ao, q8_wo ? m->xq : NULL, 1)) goto cleanup;
+            if (gemv_set(m, "matvec_add", W, Y, 1, m->ao, q8_wo ? m->xq : NULL, 1, plan_for(m, &pf, FF, 2, 1)))
+                goto cleanup;
         }
     }
     if (q8_ff) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->post_norm, m->xn, m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->post_norm, m->xn, D, 1, D, d->eps, st));
     /* dot=q8: the SwiGLU kernel also quantises its output for the down projection, into xq2 (its
      * input xq is still being read by other warps of the same launch) */
-    if (gemv_swiglu(m, &L->ffn_gate, &L->ffn_up, m->xn, m->ff, q8_ff, q8_down ? m->xq2 : NULL)) goto cleanup;
+    if (gemv_swiglu(m, &L->ffn_gate, &L->ffn_up, m->xn, m->ff, q8_ff, q8_down ? m->xq2 : NULL,
+                    plan_for(m, &pf, DOWN, 1, 0)))
+        goto cleanup;
     {
-        const kc_mat *W[1] = {&L->ffn_down};
         float *Y[1] = {m->x};
-        if (gemv_set(m, "matvec_add", W, Y, 1, m->ff, q8_down ? m->xq2 : NULL, 1)) goto cleanup;
+        if (gemv_set(m, "matvec_add", DOWN, Y, 1, m->ff, q8_down ? m->xq2 : NULL, 1, plan_layer_in(m, &pf, l + 1)))
+            goto cleanup;
     }
     rc = 0;
 cleanup:
@@ -517,7 +567,9 @@ int kc_model_head(kc_model *m, int want_logits)
     if (want_logits) {
         const kc_mat *W[1] = {&m->lm_head};
         float *Y[1] = {m->logits};
-        if (gemv_set(m, "matvec_lm_head", W, Y, 1, m->xf, q8_head ? m->xq : NULL, 0)) goto cleanup;
+        kc_pf pf; /* the next step's first GEMV (graph replays follow each other) */
+        if (gemv_set(m, "matvec_lm_head", W, Y, 1, m->xf, q8_head ? m->xq : NULL, 0, plan_layer_in(m, &pf, 0)))
+            goto cleanup;
     }
     rc = 0;
 cleanup:
@@ -531,6 +583,7 @@ static int step_body(kc_model *m, int want_logits, int capture)
     cudaStream_t st = m->st;
     char nm[64];
     kc_set_pdl(m->pdl);
+    m->step_logits = want_logits;
     RUN("ctl_begin", kc_ctl_begin(m->ctl, m->tokens, st));
     RUN(kname(nm, sizeof nm, "embed", &m->tok_embd), kc_embed(&m->tok_embd, &m->ctl->tok, m->x, st));
     for (int l = 0; l < d->n_layers; l++) {

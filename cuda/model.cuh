@@ -83,6 +83,9 @@ typedef struct kc_model {
     int gemv_rpw;             /* rows per warp of the q4_0 GEMVs: 0 = by rows, or 1, 2, 4 (option gemv_rpw) */
     int q8kind;               /* option q8gemv=xs|stream: kc_mat.q8kind */
     int gemv_prefetch;        /* option gemv_prefetch: q8 GEMVs L2-prefetch their first weights (kc_mat.prefetch) */
+    int q8wide;               /* option q8wide: kc_mat.q8wide */
+    size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
+    int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */
     int dot_q8;               /* option dot=q8: q4_0 GEMVs with 8-bit activations and integer dots */
     int gemv_unroll;          /* q4_0 x q8 GEMV blocks per lane in flight (option gemv_unroll; 0 = default) */

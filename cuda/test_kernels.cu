@@ -408,23 +408,32 @@ static void test_q8(void)
             dy[i] = (float *)dnew(wr[i] * 4);
         }
         size_t worst = 0;
-        for (int kind = 0; kind < 2; kind++) /* x-stationary (where cols <= 6144), streaming */
+        kc_pf pf; /* every other variant also prefetches "the next GEMV" (W[1], W[2]): results unchanged */
+        const kc_mat *next2[2] = {&W[1], &W[2]};
+        kc_prefetch_plan(&pf, next2, 2, 0, (size_t)64 << 20);
+        for (int kind = 0; kind < 4; kind++) /* x-stationary (where cols <= 6144), streaming with x
+                                                * coherent / read-only / in shared memory (q8wide 0, 1, 2) */
             for (int R = 1; R <= 4; R *= 2)
                 for (int U = 1; U <= 4; U *= 2) {
-                    W[0].q8kind = kind;
+                    W[0].q8kind = kind > 0;
+                    W[0].q8wide = kind > 0 ? kind - 1 : 0;
                     W[0].rpw = R;
                     W[0].unroll = U;
                     W[0].prefetch = (R + U) & 1;
                     const kc_mat *one[1] = {&W[0]};
                     poison(dy[0], rows * 4);
+                    kc_set_prefetch_next(U != 2 ? &pf : NULL);
                     T_CK(kc_matvec_q8(one, dy, 1, dxq, 0, 0));
                     get_f(got, dy[0], rows);
                     const size_t u = n_unequal(got, ref[0], rows);
                     if (u > worst) worst = u;
                 }
         W[0].q8kind = 0;
-        ok(worst == 0, "bitexact matvec_q8 %dx%d, x-stationary%s and streaming R = 1, 2, 4 x U = 1, 2, 4 vs CPU twin: "
-           "worst %zu/%d unequal", rows, cols, kc_q8_stationary(&W[0]) ? "" : " (n/a: too wide)", worst, rows);
+        W[0].q8wide = 0;
+        ok(worst == 0, "bitexact matvec_q8 %dx%d, x-stationary%s and streaming (x coherent, read-only, in shared memory) "
+           "R = 1, 2, 4 x U = 1, 2, 4 (U != 2 with "
+           "a %d-range next-GEMV prefetch) vs CPU twin: worst %zu/%d unequal", rows, cols, kc_q8_stationary(&W[0]) ? "" : " (n/a: too wide)", pf.nr, worst,
+           rows);
         /* accumulate: y0 + W x, one f32 add per row */
         W[0].rpw = 0;
         W[0].unroll = 0;
@@ -443,8 +452,9 @@ static void test_q8(void)
         {
             const kc_mat *three[3] = {&W[0], &W[1], &W[2]};
             size_t u = 0;
-            for (int kind = 0; kind < 2; kind++) {
-                W[0].q8kind = kind;
+            for (int kind = 0; kind < 4; kind++) {
+                W[0].q8kind = kind > 0;
+                W[0].q8wide = kind > 0 ? kind - 1 : 0;
                 for (int i = 0; i < 3; i++) poison(dy[i], wr[i] * 4);
                 T_CK(kc_matvec_q8(three, dy, 3, dxq, 0, 0));
                 for (int i = 0; i < 3; i++) {
@@ -453,7 +463,9 @@ static void test_q8(void)
                 }
             }
             W[0].q8kind = 0;
-            ok(u == 0, "bitexact matvec_q8 of 3 matrices (%d, %d, 7 rows) x %d in one launch vs CPU twin: %zu unequal",
+            W[0].q8wide = 0;
+            ok(u == 0, "bitexact matvec_q8 of 3 matrices (%d, %d, 7 rows) x %d in one launch, x-stationary and the 3 "
+               "streaming kinds, vs CPU twin: %zu unequal",
                rows, rows + 3, cols, u);
         }
         /* SwiGLU: gate W[0], up = first rows of W[1] (same height) */
@@ -472,6 +484,7 @@ static void test_q8(void)
                     W[0].rpw = P;
                     W[0].unroll = U;
                     poison(dy[0], rows * 4);
+                    kc_set_prefetch_next(U == 1 ? &pf : NULL);
                     T_CK(kc_matvec_swiglu_q8(&W[0], &Up, dxq, dy[0], NULL, NULL, 0));
                     get_f(got, dy[0], rows);
                     const double r = max_rel(got, sref, rows);
@@ -562,6 +575,50 @@ static void test_q8(void)
         cudaFree(dy); cudaFree(dxq);
     }
     kc_model_free(m);
+}
+
+/* kc_prefetch_plan: the ranges are the first whole rows the GEMV reads, quants and scales, in its
+ * row order (host only: the matrices need no device memory) */
+static void test_prefetch_plan(void)
+{
+    kc_mat A, B, C, F;
+    memset(&A, 0, sizeof A);
+    A.type = GGML_TYPE_Q4_0;
+    A.rows = 333;
+    A.cols = 5120; /* 160 blocks: 2880 bytes per row */
+    A.data = (void *)(uintptr_t)0x100000;
+    A.d = (__half *)(uintptr_t)0x900000;
+    B = A;
+    B.rows = 10;
+    B.data = (void *)(uintptr_t)0x200000;
+    B.d = (__half *)(uintptr_t)0xa00000;
+    C = B;
+    C.data = (void *)(uintptr_t)0x300000;
+    C.d = (__half *)(uintptr_t)0xb00000;
+    F = A;
+    F.type = GGML_TYPE_F32;
+    kc_pf pf;
+    const kc_mat *one[1] = {&A}, *abc[3] = {&A, &B, &C}, *ab[2] = {&A, &B}, *fa[1] = {&F};
+    kc_prefetch_plan(&pf, one, 1, 0, 100 * 2880 + 50); /* 100 whole rows */
+    ok(pf.nr == 2 && pf.p[0] == A.data && pf.n[0] == 100 * 160 * 16 && pf.p[1] == (void *)A.d &&
+           pf.n[1] == 100 * 160 * 2,
+       "prefetch plan, one matrix, 100.02 rows of bytes: quants %u (256000), scales %u (32000), %d ranges",
+       pf.n[0], pf.nr > 1 ? pf.n[1] : 0, pf.nr);
+    kc_prefetch_plan(&pf, abc, 3, 0, (333 + 10 + 4) * 2880); /* all of A and B, 4 rows of C */
+    ok(pf.nr == 6 && pf.n[0] == 333 * 2560 && pf.n[1] == (333 * 320 & ~15u) && pf.p[2] == B.data &&
+           pf.n[2] == 10 * 2560 && pf.p[4] == C.data && pf.n[4] == 4 * 2560 && pf.n[5] == 4 * 320,
+       "prefetch plan across 3 matrices: A whole (scales rounded down to 16 bytes: %u), B whole, 4 rows of C (%u)",
+       pf.n[1], pf.nr > 4 ? pf.n[4] : 0);
+    B.rows = 333;
+    kc_prefetch_plan(&pf, ab, 2, 1, 20 * 2 * 2880); /* SwiGLU pair: 20 rows of each */
+    ok(pf.nr == 4 && pf.p[0] == A.data && pf.n[0] == 20 * 2560 && pf.p[2] == B.data && pf.n[2] == 20 * 2560 &&
+           pf.n[3] == 20 * 320,
+       "prefetch plan, gate/up pair: 20 rows of each (%u, %u bytes of quants)", pf.n[0], pf.nr > 2 ? pf.n[2] : 0);
+    kc_prefetch_plan(&pf, fa, 1, 0, 1 << 20);
+    const int nr_f32 = pf.nr;
+    kc_prefetch_plan(&pf, one, 1, 0, 100);
+    ok(nr_f32 == 0 && pf.nr == 0, "prefetch plan: none for an f32 matrix (%d ranges) or under one row (%d)", nr_f32,
+       pf.nr);
 }
 
 /* ------------------------------------------------------------------ small ops */
@@ -1370,6 +1427,7 @@ int main(int argc, char **argv)
     test_gdn_small();
     test_gemv_q4_rpw();
     test_q8();
+    test_prefetch_plan();
     test_gdn_prep(16, 128, 48, 128); /* 27B shape */
     test_gdn_prep(4, 32, 4, 48);     /* minivk shape */
     test_delta(16, 48, 128, 128, 64); /* 27B shape: both variants */
@@ -1378,6 +1436,7 @@ int main(int argc, char **argv)
     test_engine("mini27-f32.gguf", "");
     test_engine("mini27-q4_0.gguf", "");           /* dot=q8: the integer-dot GEMVs */
     test_engine("mini27-q4_0.gguf", ",dot=f32");   /* the exact-activation q4_0 GEMVs */
+    test_engine("mini27-q4_0.gguf", ",q8gemv=stream,q8wide=smem,pf_next=1"); /* x in shared memory, prefetch */
     test_engine("minivk-q8_0.gguf", "");
     test_engine("minitied-f32.gguf", "");
     test_engine_resources();

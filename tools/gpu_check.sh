@@ -25,7 +25,8 @@
 #      identical; dot=q8 max_rel <= 0.1 and median over positions <= 0.05 (a coarse check:
 #      8-bit rounding flips, see step 3 below);
 #   3b. the same tool on a 2B-wide 4-layer q4_0 model generated there: the default (x-stationary
-#      q8 GEMVs, PDL) bit for bit (tol 0, greedy 16) against q8gemv=stream, against itself in a
+#      q8 GEMVs, PDL) bit for bit (tol 0, greedy 16) against q8gemv=stream, against the streaming
+#      kinds with x in shared memory and the next-GEMV prefetch on, against itself in a
 #      second engine and against pdl=0, and CPU vs CUDA dot=f32 (tol 1e-3, greedy 8): the fixtures
 #      (64 wide) never reach the kernels' realistic widths nor attention heads of 256, and a race
 #      between PDL-overlapped kernels (cuda/PERF-NOTES.md v11) only showed there;
@@ -140,13 +141,16 @@ run_checks() {
 
     # The fixtures are 64 wide: the GEMV kernels at realistic widths (x-stationary with 2048 columns,
     # streaming with 6144) only run on a wider model, generated here (2B shape, 4 layers, vocab 4096)
-    section "engine_diff on a 2B-wide model: the default vs q8gemv=stream, vs itself and vs pdl=0 bit for bit; CPU vs CUDA dot=f32"
+    section "engine_diff on a 2B-wide model: the default vs q8gemv=stream (and q8wide=smem), vs itself and vs pdl=0 bit for bit; CPU vs CUDA dot=f32"
     all=0
     local wide=/tmp/gpu-check-2b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-2b --type q4_0 --seed 3 --layers 4 --vocab 4096 -o "$wide" >> "$REPORT" 2>&1 || all=1
     note "- CUDA default vs CUDA q8gemv=stream"
     timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
         --b-options q8gemv=stream --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    note "- CUDA default vs CUDA q8gemv=stream,q8wide=smem,pf_next=8 (x in shared memory; next-GEMV L2 prefetch)"
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
+        --b-options q8gemv=stream,q8wide=smem,pf_next=8 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
     note "- CUDA default vs CUDA default (two engines, same options: a race between PDL-overlapped kernels shows here)"
     timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
         --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
