@@ -17,7 +17,8 @@
  * columns: activation blocks held in registers by a persistent grid (default), or the streaming kernel),
  * q8wide=stream|nc|smem (q8 GEMVs too wide or tall for xs: the streaming kernel (default), the same
  * with x read through the read-only path (A/B only: not PDL-safe), or a persistent grid with x in
- * shared memory), pf_next=MB (0..64: each q8 GEMV L2-prefetches the first MB megabytes of the next GEMV's weights
+ * shared memory), gemv_early=0|1 (x-stationary q8 GEMVs load their first row of weights before
+ * waiting on the previous kernel, default 1), pf_next=MB (0..64: each q8 GEMV L2-prefetches the first MB megabytes of the next GEMV's weights
  * as its warps start their last row; 0 = off),
  * threads=N (accepted for suite compatibility, unused).
  * Everything but kestrel_engine_entry has hidden visibility.
@@ -40,8 +41,9 @@ extern "C" {
 #define KC_BUILD_FLAGS "nvcc (flags not recorded)"
 #endif
 #define KC_VERSION "0.1.0"
-#define Q8WIDE_DEFAULT 0 /* option q8wide: the streaming kernel until an A/B says otherwise (PERF-NOTES v12) */
-#define PF_NEXT_MB_DEFAULT 0 /* option pf_next: off until an A/B says otherwise (PERF-NOTES v12) */
+#define Q8WIDE_DEFAULT 0 /* option q8wide: the streaming kernel; smem measured slower, nc equal (PERF-NOTES v12) */
+#define PF_NEXT_MB_DEFAULT 0 /* option pf_next: off, every size measured slower (PERF-NOTES v12 row 2) */
+#define GEMV_EARLY_DEFAULT 1 /* option gemv_early: on, ab 0.9755 against off (PERF-NOTES v12 row 6) */
 
 #define MAT_TYPES ((1u << GGML_TYPE_F32) | (1u << GGML_TYPE_F16) | (1u << GGML_TYPE_BF16) | \
                    (1u << GGML_TYPE_Q8_0) | (1u << GGML_TYPE_Q4_0))
@@ -64,7 +66,7 @@ struct kestrel_engine {
 
 typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
-    int pf_next_mb, q8wide;
+    int pf_next_mb, q8wide, gemv_early;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -105,6 +107,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->gemv_prefetch = 0;
     o->pf_next_mb = PF_NEXT_MB_DEFAULT;
     o->q8wide = Q8WIDE_DEFAULT;
+    o->gemv_early = GEMV_EARLY_DEFAULT;
     o->q8kind = 0;
     o->gemv_unroll = 0;
     o->vram_limit = 0;
@@ -180,6 +183,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "pdl") && v <= 1) o->pdl = (int)v;
         else if (!strcmp(kv, "gemv_prefetch") && v <= 1) o->gemv_prefetch = (int)v;
         else if (!strcmp(kv, "pf_next") && v <= 64) o->pf_next_mb = (int)v;
+        else if (!strcmp(kv, "gemv_early") && v <= 1) o->gemv_early = (int)v;
         else if (!strcmp(kv, "ctx") && v >= 1 && v <= 0x7fffffff) o->ctx = (int)v;
         else if (!strcmp(kv, "vram_limit")) o->vram_limit = v;
         else if (!strcmp(kv, "gemv_rpw") && (v == 0 || v == 1 || v == 2 || v == 4)) o->gemv_rpw = (int)v;
@@ -187,7 +191,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream, q8wide=stream|nc|smem, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream, q8wide=stream|nc|smem, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -473,6 +477,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->gemv_prefetch = o.gemv_prefetch;
     e->m->pf_bytes = (size_t)o.pf_next_mb << 20;
     e->m->q8wide = o.q8wide;
+    e->m->gemv_early = o.gemv_early;
     e->m->q8kind = o.q8kind;
     e->m->gemv_unroll = o.gemv_unroll;
     if (gguf_open(model_path, &f, err, err_len)) goto cleanup;

@@ -198,6 +198,7 @@ typedef struct q8_job {
     float *y[KC_Q8_MATS];
     int gstart[KC_Q8_MATS + 1];
     int n, accumulate, prefetch;
+    int early; /* x-stationary: the warp's first row of weights loaded before the PDL wait (kc_mat.early) */
     kc_pf pf; /* the next GEMV's weights (kc_set_prefetch_next) */
 } q8_job;
 
@@ -412,29 +413,47 @@ __device__ __forceinline__ void q8x_load_x(const kc_q8blk *__restrict__ xq, int 
     }
 }
 
-/* the q8_job matrices (rows concatenated, one row per warp step, R = 1), x stationary */
+/* which of the job's matrices row group gg falls in */
+__device__ __forceinline__ int q8_job_mat(const q8_job &job, int gg)
+{
+    int mi = 0;
+#pragma unroll
+    for (int i = 1; i < KC_Q8_MATS; i++)
+        if (i < job.n && gg >= job.gstart[i]) mi = i;
+    return mi;
+}
+
+/* the q8_job matrices (rows concatenated, one row per warp step, R = 1), x stationary.
+ * job.early (option gemv_early): the warp's first row of weights is loaded BEFORE kc_pdl_begin —
+ * weights never change during the run, so this is the one thing a kernel may read while its
+ * predecessor still runs (x, the predecessor's output, only after the wait and never through the
+ * read-only path: docs/cuda-engine.md "PDL"); the first HBM round trip then overlaps the
+ * predecessor's tail. Same arithmetic, same bits. */
 template <int NBL>
 __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8x_kernel(const q8_job job, const kc_q8blk *__restrict__ xq)
 {
-    kc_pdl_begin();
     const int lane = threadIdx.x & 31, nb = job.W[0].cols / 32;
+    const int total = job.gstart[job.n], stride = gridDim.x * Q8M_WARPS, w0 = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5);
+    const bool early = job.early && w0 < total;
+    uint4 w[NBL];
+    float dw[NBL];
+    if (early) {
+        const int mi = q8_job_mat(job, w0), r = w0 - job.gstart[mi];
+        q8x_load_w<NBL>((const uint4 *)job.W[mi].data + (size_t)r * nb, job.W[mi].d + (size_t)r * nb, nb, w, dw);
+    }
+    kc_pdl_begin();
     int4 xa[NBL], xb[NBL];
     float xd[NBL];
     int xs[NBL];
     q8x_load_x<NBL>(xq, nb, xa, xb, xd, xs);
-    const int total = job.gstart[job.n], stride = gridDim.x * Q8M_WARPS, w0 = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5);
     if (job.pf.nr && w0 >= total) pf_issue(job.pf, w0, stride); /* no row: at once */
     for (int gg = w0; gg < total; gg += stride) {
         if (job.pf.nr && gg + stride >= total) pf_issue(job.pf, w0, stride); /* its last row */
-        int mi = 0;
-#pragma unroll
-        for (int i = 1; i < KC_Q8_MATS; i++)
-            if (i < job.n && gg >= job.gstart[i]) mi = i;
+        const int mi = q8_job_mat(job, gg);
         const kc_mat &W = job.W[mi];
         const int r = gg - job.gstart[mi];
-        uint4 w[NBL];
-        float dw[NBL];
-        q8x_load_w<NBL>((const uint4 *)W.data + (size_t)r * nb, W.d + (size_t)r * nb, nb, w, dw);
+        if (!early || gg != w0)
+            q8x_load_w<NBL>((const uint4 *)W.data + (size_t)r * nb, W.d + (size_t)r * nb, nb, w, dw);
         const float s = q8x_dot<NBL>(w, dw, nb, xa, xb, xd, xs);
         if (lane == 0) {
             float *y = job.y[mi];
@@ -443,26 +462,34 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8x_kernel(const q8_job
     }
 }
 
-/* y (G.rows,) = silu(G . x) * (U . x), x stationary, one gate/up row pair per warp step */
+/* y (G.rows,) = silu(G . x) * (U . x), x stationary, one gate/up row pair per warp step; G.early:
+ * the first pair's weights before the PDL wait (as matvec_q8x_kernel) */
 template <int NBL>
 __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_swiglu_q8x_kernel(const kc_mat G, const kc_mat Up,
                                                                             const kc_q8blk *__restrict__ xq,
                                                                             float *__restrict__ y, const kc_pf pf)
 {
-    kc_pdl_begin();
     const int lane = threadIdx.x & 31, nb = G.cols / 32;
+    const int w0 = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5), stride = gridDim.x * Q8M_WARPS;
+    const bool early = G.early && w0 < G.rows;
+    uint4 wg[NBL], wu[NBL];
+    float dg[NBL], du[NBL];
+    if (early) {
+        q8x_load_w<NBL>((const uint4 *)G.data + (size_t)w0 * nb, G.d + (size_t)w0 * nb, nb, wg, dg);
+        q8x_load_w<NBL>((const uint4 *)Up.data + (size_t)w0 * nb, Up.d + (size_t)w0 * nb, nb, wu, du);
+    }
+    kc_pdl_begin();
     int4 xa[NBL], xb[NBL];
     float xd[NBL];
     int xs[NBL];
     q8x_load_x<NBL>(xq, nb, xa, xb, xd, xs);
-    const int w0 = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5), stride = gridDim.x * Q8M_WARPS;
     if (pf.nr && w0 >= G.rows) pf_issue(pf, w0, stride);
     for (int r = w0; r < G.rows; r += stride) {
         if (pf.nr && r + stride >= G.rows) pf_issue(pf, w0, stride);
-        uint4 wg[NBL], wu[NBL];
-        float dg[NBL], du[NBL];
-        q8x_load_w<NBL>((const uint4 *)G.data + (size_t)r * nb, G.d + (size_t)r * nb, nb, wg, dg);
-        q8x_load_w<NBL>((const uint4 *)Up.data + (size_t)r * nb, Up.d + (size_t)r * nb, nb, wu, du);
+        if (!early || r != w0) {
+            q8x_load_w<NBL>((const uint4 *)G.data + (size_t)r * nb, G.d + (size_t)r * nb, nb, wg, dg);
+            q8x_load_w<NBL>((const uint4 *)Up.data + (size_t)r * nb, Up.d + (size_t)r * nb, nb, wu, du);
+        }
         const float g = q8x_dot<NBL>(wg, dg, nb, xa, xb, xd, xs);
         const float u = q8x_dot<NBL>(wu, du, nb, xa, xb, xd, xs);
         if (lane == 0) y[r] = g / (1.0f + expf(-g)) * u;

@@ -734,6 +734,7 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
     job.n = n;
     job.accumulate = accumulate;
     job.prefetch = W[0]->prefetch;
+    job.early = W[0]->early;
     job.pf = take_prefetch_next();
     const int nbl = q8x_nbl(W[0]);
     if (nbl) { /* one row per warp step: R = 1 row groups */

@@ -88,6 +88,7 @@ int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t
     out->unroll = m->gemv_unroll;
     out->prefetch = m->gemv_prefetch;
     out->q8wide = m->q8wide;
+    out->early = m->gemv_early;
     out->q8kind = m->q8kind;
     if (kc_alloc(m, &out->data, db)) goto cleanup;
     if (sb && kc_alloc(m, (void **)&out->d, sb)) goto cleanup;

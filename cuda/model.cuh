@@ -84,6 +84,7 @@ typedef struct kc_model {
     int q8kind;               /* option q8gemv=xs|stream: kc_mat.q8kind */
     int gemv_prefetch;        /* option gemv_prefetch: q8 GEMVs L2-prefetch their first weights (kc_mat.prefetch) */
     int q8wide;               /* option q8wide: kc_mat.q8wide */
+    int gemv_early;           /* option gemv_early: kc_mat.early */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */

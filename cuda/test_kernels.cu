@@ -417,6 +417,7 @@ static void test_q8(void)
                 for (int U = 1; U <= 4; U *= 2) {
                     W[0].q8kind = kind > 0;
                     W[0].q8wide = kind > 0 ? kind - 1 : 0;
+                    W[0].early = U == 1; /* x-stationary: first row before the PDL wait, or not */
                     W[0].rpw = R;
                     W[0].unroll = U;
                     W[0].prefetch = (R + U) & 1;
@@ -430,7 +431,8 @@ static void test_q8(void)
                 }
         W[0].q8kind = 0;
         W[0].q8wide = 0;
-        ok(worst == 0, "bitexact matvec_q8 %dx%d, x-stationary%s and streaming (x coherent, read-only, in shared memory) "
+        W[0].early = 0;
+        ok(worst == 0, "bitexact matvec_q8 %dx%d, x-stationary%s (first row early and not) and streaming (x coherent, read-only, in shared memory) "
            "R = 1, 2, 4 x U = 1, 2, 4 (U != 2 with "
            "a %d-range next-GEMV prefetch) vs CPU twin: worst %zu/%d unequal", rows, cols, kc_q8_stationary(&W[0]) ? "" : " (n/a: too wide)", pf.nr, worst,
            rows);
@@ -455,6 +457,7 @@ static void test_q8(void)
             for (int kind = 0; kind < 4; kind++) {
                 W[0].q8kind = kind > 0;
                 W[0].q8wide = kind > 0 ? kind - 1 : 0;
+                W[0].early = 1;
                 for (int i = 0; i < 3; i++) poison(dy[i], wr[i] * 4);
                 T_CK(kc_matvec_q8(three, dy, 3, dxq, 0, 0));
                 for (int i = 0; i < 3; i++) {
@@ -464,7 +467,8 @@ static void test_q8(void)
             }
             W[0].q8kind = 0;
             W[0].q8wide = 0;
-            ok(u == 0, "bitexact matvec_q8 of 3 matrices (%d, %d, 7 rows) x %d in one launch, x-stationary and the 3 "
+            W[0].early = 0;
+            ok(u == 0, "bitexact matvec_q8 of 3 matrices (%d, %d, 7 rows) x %d in one launch, x-stationary (early) and the 3 "
                "streaming kinds, vs CPU twin: %zu unequal",
                rows, rows + 3, cols, u);
         }
@@ -481,6 +485,7 @@ static void test_q8(void)
             for (int P = 1; P <= 2; P++)
                 for (int U = 1; U <= 4; U *= 2) {
                     W[0].q8kind = U == 4; /* x-stationary for U = 1, 2 (where the width allows), streaming for 4 */
+                    W[0].early = P == 2; /* x-stationary: the first row pair before the PDL wait */
                     W[0].rpw = P;
                     W[0].unroll = U;
                     poison(dy[0], rows * 4);
@@ -490,9 +495,10 @@ static void test_q8(void)
                     const double r = max_rel(got, sref, rows);
                     if (r > worst_r) worst_r = r;
                 }
-            ok(worst_r <= 1e-6, "matvec_swiglu_q8 %dx%d, x-stationary and streaming P = 1, 2 x U = 1, 2, 4 vs CPU twin "
-               "dots + silu: worst max_rel %.3e <= 1e-06", rows, cols, worst_r);
+            ok(worst_r <= 1e-6, "matvec_swiglu_q8 %dx%d, x-stationary (P = 2: first row pair early) and streaming P = 1, 2 "
+               "x U = 1, 2, 4 vs CPU twin dots + silu: worst max_rel %.3e <= 1e-06", rows, cols, worst_r);
             W[0].q8kind = 0;
+            W[0].early = 0;
             W[0].rpw = 0;
             W[0].unroll = 0;
             free(sref);

@@ -26,7 +26,7 @@
 #      8-bit rounding flips, see step 3 below);
 #   3b. the same tool on a 2B-wide 4-layer q4_0 model generated there: the default (x-stationary
 #      q8 GEMVs, PDL) bit for bit (tol 0, greedy 16) against q8gemv=stream, against the streaming
-#      kinds with x in shared memory and the next-GEMV prefetch on, against itself in a
+#      kinds with x in shared memory and the next-GEMV prefetch on, against gemv_early=0, against itself in a
 #      second engine and against pdl=0, and CPU vs CUDA dot=f32 (tol 1e-3, greedy 8): the fixtures
 #      (64 wide) never reach the kernels' realistic widths nor attention heads of 256, and a race
 #      between PDL-overlapped kernels (cuda/PERF-NOTES.md v11) only showed there;
@@ -151,6 +151,9 @@ run_checks() {
     note "- CUDA default vs CUDA q8gemv=stream,q8wide=smem,pf_next=8 (x in shared memory; next-GEMV L2 prefetch)"
     timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
         --b-options q8gemv=stream,q8wide=smem,pf_next=8 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    note "- CUDA default vs CUDA gemv_early=0 (first weights of the x-stationary GEMVs before / after the PDL wait)"
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
+        --b-options gemv_early=0 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
     note "- CUDA default vs CUDA default (two engines, same options: a race between PDL-overlapped kernels shows here)"
     timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
         --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
