@@ -32,6 +32,13 @@ cases:
     # a loaded 2-core CI machine drifts by several % between processes (seen: 17% between
     # two runs of one engine), so the A/A test asks for a 25% effect; the slowed B is 20x
     gates: {min_effect: 0.25}
+  - name: tiny-decode-floor
+    kind: decode-bench
+    model: tiny
+    prompt_len: 4
+    step_tokens: 1
+    # for the middle verdict: a 10 vs 16 ms step (ratio ~1.6) is consistent but under this floor
+    gates: {min_effect: 0.9}
   - name: tiny-decode-short
     kind: decode-bench
     model: tiny

@@ -2,10 +2,11 @@
 # ab: interleaved rounds in fresh processes give the right verdict, and the DB holds the A/B:
 # B slowed by a fixed 24 ms per step (fault engine sleep_us: large against the scheduling
 # noise of a loaded 2-core CI machine, where whole rounds can be several ms slow) -> `B slower`;
+# B at 16 ms against A at 10 ms under a 0.9 min_effect -> `B slower, below min_effect`;
 # the same library and options on both sides (5 ms sleeps) -> `no difference beyond noise`.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/ab-lib.sh"
-plan 25
+plan 28
 
 # ---- B slower: A sleeps 1 ms per step, B 25 ms; seeded order ----
 run_cmd "$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" \
@@ -33,12 +34,20 @@ is "$(sha256sum "$T/tiny.gguf" | cut -d' ' -f1)" "$(q "SELECT sha256 FROM artifa
 is 1 "$(q "SELECT count(*) > 0 FROM ab_rounds a JOIN ab_rounds b ON a.round = b.round AND a.side = 'A' AND b.side = 'B' WHERE b.seq < a.seq")" \
   "seeded order: some pair ran B first"
 
+# ---- a consistent difference below the case's min_effect (0.9): the middle verdict ----
+run_cmd "$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode-floor --a "$FAULT" --b "$FAULT" \
+  --a-options sleep_us=10000 --b-options sleep_us=16000 --rounds 5 --seed 3 --db "$T/ab.db"
+is 0 "$RC" "B slower by less than min_effect: exit code 0"
+like "$OUT" "^verdict: B slower, below min_effect$" "B slower by less than min_effect: verdict 'B slower, below min_effect'"
+is 1 "$(q "SELECT r.value > 1.2 AND r.value < 1.9 AND lo.value > 1 FROM metrics r, metrics lo WHERE r.case_id = (SELECT max(id) FROM cases) AND lo.case_id = r.case_id AND r.name = 'ratio_median' AND lo.name = 'ratio_ci_lo'")" \
+  "B slower by less than min_effect: stored ratio between 1.2 and 1.9, CI above 1"
+
 # ---- the same library and options on both sides ----
 run_cmd "$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" --rounds 6 --db "$T/ab.db"
 is 0 "$RC" "A/A: exit code 0"
 like "$OUT" "^verdict: no difference beyond noise$" "A/A: verdict 'no difference beyond noise'"
 ok '[ "$(printf "%s\n" "$OUT" | grep -Ec "^ +[1-6] +AB ")" -eq 6 ]' "A/A without --seed: strictly A then B in every pair"
-is 2 "$(q "SELECT count(*) FROM runs WHERE label LIKE 'ab: %'")" "A/A: a second ab run recorded"
+is 3 "$(q "SELECT count(*) FROM runs WHERE label LIKE 'ab: %'")" "A/A: a third ab run recorded (after the slowed B and the below-floor B)"
 # the stored numbers agree with the verdict rule: CI contains 1 or the effect is below min_effect
 # (the suite's gate, 0.25: ab-lib.sh)
 is 0.25 "$(q "SELECT value FROM metrics WHERE case_id = (SELECT max(id) FROM cases) AND name = 'min_effect'")" \

@@ -9,7 +9,9 @@
  * samples back through a pipe. The unit of comparison is the round median;
  * B/A is the ratio of the two groups' medians with a bootstrap CI (stats.h)
  * and a Mann-Whitney p over the round medians. Verdict: `B faster` / `B
- * slower` when the CI excludes 1 AND |ratio - 1| >= min_effect, else `no
+ * slower` when the CI excludes 1 AND |ratio - 1| >= min_effect; `B faster,
+ * below min_effect` / `B slower, below min_effect` when the CI excludes 1 but
+ * the effect is smaller (consistent, too small to call a change); else `no
  * difference beyond noise`.
  *
  * One variable: both sides run the same suite, case and model file by
@@ -934,8 +936,10 @@ int cmd_ab(int argc, char **argv) {
         res.min_effect = min_effect;
         int ci_excludes_1 = res.lo > 1.0 || res.hi < 1.0;
         int big_enough = fabs(res.ratio - 1.0) >= min_effect;
-        res.verdict = ci_excludes_1 && big_enough ? (res.ratio > 1.0 ? "B slower" : "B faster")
-                                                  : "no difference beyond noise";
+        /* a consistent but small difference is said so, not folded into "noise" */
+        res.verdict = !ci_excludes_1 ? "no difference beyond noise"
+                      : big_enough   ? (res.ratio > 1.0 ? "B slower" : "B faster")
+                                     : (res.ratio > 1.0 ? "B slower, below min_effect" : "B faster, below min_effect");
         printf("%-2s %7s %12s %10s %12s %12s\n", "", "rounds", "median ms", "MAD", "min", "max");
         printf("%-2s %7d %12.4f %10.4f %12.4f %12.4f\n", "A", na, res.a_med, res.a_mad, res.a_min, res.a_max);
         printf("%-2s %7d %12.4f %10.4f %12.4f %12.4f\n", "B", nb, res.b_med, res.b_mad, res.b_min, res.b_max);
