@@ -8,7 +8,7 @@
 . "$top_srcdir/tests/report-lib.sh"
 need_sqlite3
 need_python
-plan 17
+plan 19
 
 DB=$T/f.db
 newdb "$DB"
@@ -26,7 +26,10 @@ add_samples "$DB" 22 ms_per_token $(seq_samples 10.005 0.01 10)
 add_case "$DB" 2 23 boom oracle crash '' 'killed by SIGSEGV
 stderr tail: line "one" & <two>'
 sql "$DB" "INSERT INTO kernel_profile (case_id, kernel, calls, total_ms, ms_per_step) VALUES
-  (22, 'gemv_q8_0', 100, 60, 0.6), (22, 'gdn_delta', 100, 30, 0.3), (22, 'rmsnorm', 200, 10, 0.1);"
+  (22, 'gemv_q8_0', 100, 60, 0.6), (22, 'gdn_delta', 100, 30, 0.3), (22, 'rmsnorm', 200, 10, 0.1),
+  (12, 'gemv_q8_0', 100, 50, 0.5), (12, 'gdn_delta', 100, 30, 0.3);"
+# the in-run floor of the current speed case: 2 ms per step (gemv_q8_0's 0.6 ms is 30% of it)
+add_metric "$DB" 22 floor_ms_per_token 2.0 '' ''
 
 K=$KESTREL_EVAL
 run_cmd "$K" report 2 --against 1 --format json --db "$DB"
@@ -40,12 +43,15 @@ print(sorted(r["run"].keys()), sorted(r["against"].keys()), sorted(r["summary"].
 print(sorted(r["cases"][0].keys()), sorted(r["cases"][0]["lines"][0].keys()))
 print([(c["name"], c["verdict"]) for c in r["cases"]])
 print([(k["kernel"], round(k["share"], 2)) for k in r["kernels"]])
+print([(k["kernel"], k["floor_share"] and round(k["floor_share"], 3), k["baseline_ms_per_step"]) for k in r["kernels"]])
 EOF
 is "['against', 'cases', 'differences', 'format', 'kernels', 'run', 'summary', 'suspect']
 ['engine_sha256', 'id', 'started_at', 'status', 'suite'] ['label', 'run_id', 'started_at'] ['cases', 'crashed', 'exit_code', 'gate_failures', 'improved', 'inconclusive', 'missing', 'new', 'ok', 'regressed']
 ['baseline_status', 'error', 'kind', 'lines', 'name', 'status', 'verdict'] ['baseline', 'baseline_text', 'current', 'current_text', 'delta', 'metric', 'rule', 'verdict']
 [('acc <&\"x\">', 'regressed'), ('speed', 'ok'), ('boom', 'crashed')]
-[('gemv_q8_0', 0.6), ('gdn_delta', 0.3), ('rmsnorm', 0.1)]" "$OUT" "JSON parses with the documented keys, verdicts and kernel shares"
+[('gemv_q8_0', 0.6), ('gdn_delta', 0.3), ('rmsnorm', 0.1)]
+[('gemv_q8_0', 0.3, 0.5), ('gdn_delta', 0.15, 0.3), ('rmsnorm', 0.05, None)]" "$OUT" \
+  "JSON parses with the documented keys, verdicts, kernel shares of the step and of the floor, baseline ms/step"
 
 run_cmd "$K" report 2 --against 1 --format json --only-regressions --db "$DB"
 is "['acc <&\"x\">', 'boom']" "$(printf '%s' "$OUT" | "$PYTHON" -c 'import json,sys; print([c["name"] for c in json.load(sys.stdin)["cases"]])')" \
@@ -73,10 +79,16 @@ run_cmd "$K" report 2 --against 1 --format md --db "$DB"
 like "$OUT" '^\| case \| metric \| baseline \| current \| delta \| verdict \| rule \|$' "md: a table header"
 like "$OUT" '^\| `acc &lt;&"x">` \*\*regressed\*\* \| max_rel \|' "md: a row per line, verdict in bold, < escaped"
 like "$OUT" '^\*\*FAIL\*\*: 3 cases' "md: a FAIL summary"
-like "$OUT" '^\| speed \| gemv_q8_0 \| 100 \| 60.000 \| 60.0% \|$' "md: top kernels with their share of the step"
+like "$OUT" '^\| speed \| gemv_q8_0 \| 100 \| 60.000 \| 60.0% \| 0.600 \| 30.0% \| 0.500 \(\+20.0%\) \|$' \
+  "md: top kernels with their share of the step, of the floor and the baseline's ms/step"
+like "$OUT" '^\| speed \| rmsnorm \| 200 \| 10.000 \| 10.0% \| 0.100 \| 5.0% \| - \|$' "md: a kernel absent from the baseline"
 
 run_cmd "$K" report 2 --against 1 --db "$DB"
-like "$OUT" 'speed +gemv_q8_0 +100 calls +60.000 ms +60.0%' "text: top kernels block"
+like "$OUT" 'speed +gemv_q8_0 +100 calls +60.000 ms +60.0% +0.600 ms/step +30.0% of floor  baseline 0.500 \(\+20.0%\)$' \
+  "text: top kernels block with ms/step, share of the floor and the baseline"
+run_cmd "$K" report 2 --db "$DB"
+like "$OUT" 'speed +rmsnorm +200 calls +10.000 ms +10.0% +0.100 ms/step +5.0% of floor$' \
+  "text without a baseline: no baseline column"
 ok "! printf '%s' \"\$OUT\" | grep -q \$'\\033'" "text: no colour codes when stdout is not a terminal"
 
 OUT=$(TERM=xterm script -qec "'$K' report 2 --against 1 --db '$DB'" /dev/null)

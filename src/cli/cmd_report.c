@@ -191,11 +191,19 @@ int cr_write_text(const cr_result *r, FILE *f, int only_regressions, int color) 
     summary_line(r, f);
     fputc('\n', f);
     if (r->n_kernels) {
-        fprintf(f, "\ntop kernels (share of the case's profiled step time):\n");
+        fprintf(f, "\ntop kernels (share of the case's profiled step time; ms per step, as %% of the case's floor%s):\n",
+                r->base_run_id ? "; the baseline's ms per step" : "");
         for (int i = 0; i < r->n_kernels; i++) {
             const cr_kernel *k = &r->kernels[i];
-            fprintf(f, "  %-24s %-28s %8lld calls  %10.3f ms  %5.1f%%\n", k->case_name, k->kernel,
-                    (long long)k->calls, k->total_ms, 100 * k->share);
+            fprintf(f, "  %-24s %-28s %8lld calls  %10.3f ms  %5.1f%%  %8.3f ms/step", k->case_name, k->kernel,
+                    (long long)k->calls, k->total_ms, 100 * k->share, k->ms_per_step);
+            if (isfinite(k->floor_share)) fprintf(f, "  %6.1f%% of floor", 100 * k->floor_share);
+            else fputs("  no floor", f);
+            if (isfinite(k->base_ms_per_step) && k->base_ms_per_step > 0)
+                fprintf(f, "  baseline %.3f (%+.1f%%)", k->base_ms_per_step,
+                        100 * (k->ms_per_step / k->base_ms_per_step - 1));
+            else if (r->base_run_id) fputs("  not in the baseline", f);
+            fputc('\n', f);
         }
     }
     return ferror(f) ? -1 : 0;
@@ -264,14 +272,21 @@ int cr_write_md(const cr_result *r, FILE *f, int only_regressions) {
         }
     }
     if (r->n_kernels) {
-        fputs("\n| case | kernel | calls | total ms | share |\n| --- | --- | ---: | ---: | ---: |\n", f);
+        fputs("\n| case | kernel | calls | total ms | share | ms/step | of floor | baseline ms/step |\n"
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", f);
         for (int i = 0; i < r->n_kernels; i++) {
+            const cr_kernel *k = &r->kernels[i];
             fputs("| ", f);
-            put_esc(f, r->kernels[i].case_name, ESC_MD);
+            put_esc(f, k->case_name, ESC_MD);
             fputs(" | ", f);
-            put_esc(f, r->kernels[i].kernel, ESC_MD);
-            fprintf(f, " | %lld | %.3f | %.1f%% |\n", (long long)r->kernels[i].calls, r->kernels[i].total_ms,
-                    100 * r->kernels[i].share);
+            put_esc(f, k->kernel, ESC_MD);
+            fprintf(f, " | %lld | %.3f | %.1f%% | %.3f | ", (long long)k->calls, k->total_ms, 100 * k->share,
+                    k->ms_per_step);
+            if (isfinite(k->floor_share)) fprintf(f, "%.1f%%", 100 * k->floor_share);
+            else fputs("-", f);
+            if (isfinite(k->base_ms_per_step) && k->base_ms_per_step > 0)
+                fprintf(f, " | %.3f (%+.1f%%) |\n", k->base_ms_per_step, 100 * (k->ms_per_step / k->base_ms_per_step - 1));
+            else fputs(" | - |\n", f);
         }
     }
     return ferror(f) ? -1 : 0;
@@ -367,6 +382,10 @@ int cr_write_json(const cr_result *r, FILE *f, int only_regressions) {
         json_num(f, 1, k->ms_per_step);
         fputs(", \"share\": ", f);
         json_num(f, 1, k->share);
+        fputs(", \"floor_share\": ", f);
+        json_num(f, 1, k->floor_share);
+        fputs(", \"baseline_ms_per_step\": ", f);
+        json_num(f, 1, k->base_ms_per_step);
         fputs("}", f);
     }
     fprintf(f, "%s]\n}\n", r->n_kernels ? "\n  " : "");
@@ -627,14 +646,21 @@ int cr_write_html(const cr_result *r, sqlite3 *db, int last_n, FILE *f, int only
     }
     if (r->n_kernels) {
         fputs("<h2>Top kernels</h2>\n<table><tr><th>case</th><th>kernel</th><th>calls</th><th>total ms</th>"
-              "<th>share</th></tr>\n", f);
+              "<th>share</th><th>ms/step</th><th>of floor</th><th>baseline ms/step</th></tr>\n", f);
         for (int i = 0; i < r->n_kernels; i++) {
+            const cr_kernel *k = &r->kernels[i];
             fputs("<tr><td>", f);
-            put_esc(f, r->kernels[i].case_name, ESC_XML);
+            put_esc(f, k->case_name, ESC_XML);
             fputs("</td><td>", f);
-            put_esc(f, r->kernels[i].kernel, ESC_XML);
-            fprintf(f, "</td><td>%lld</td><td>%.3f</td><td>%.1f%%</td></tr>\n", (long long)r->kernels[i].calls,
-                    r->kernels[i].total_ms, 100 * r->kernels[i].share);
+            put_esc(f, k->kernel, ESC_XML);
+            fprintf(f, "</td><td>%lld</td><td>%.3f</td><td>%.1f%%</td><td>%.3f</td><td>", (long long)k->calls,
+                    k->total_ms, 100 * k->share, k->ms_per_step);
+            if (isfinite(k->floor_share)) fprintf(f, "%.1f%%", 100 * k->floor_share);
+            else fputs("-", f);
+            if (isfinite(k->base_ms_per_step) && k->base_ms_per_step > 0)
+                fprintf(f, "</td><td>%.3f (%+.1f%%)</td></tr>\n", k->base_ms_per_step,
+                        100 * (k->ms_per_step / k->base_ms_per_step - 1));
+            else fputs("</td><td>-</td></tr>\n", f);
         }
         fputs("</table>\n", f);
     }

@@ -553,17 +553,24 @@ static void like_with_like(sqlite3 *db, cr_result *r) {
 
 /* ---------------------------------------------------------------- kernels */
 
+/* The top 5 kernels of each profiled case, each with its share of the step, its time per step as a
+ * share of the case's bandwidth floor (the floor_ms_per_token metric: docs/metrics.md) and, with a
+ * baseline, the baseline run's time per step of the same case and kernel. */
 static void load_kernels(sqlite3 *db, cr_result *r) {
     sqlite3_stmt *st = NULL;
     const char *sql =
-        "SELECT name, kernel, calls, total_ms, ms_per_step, share FROM ("
+        "SELECT name, kernel, calls, total_ms, ms_per_step, share, floor_ms, base_mps FROM ("
         " SELECT c.name AS name, k.kernel AS kernel, k.calls AS calls, k.total_ms AS total_ms,"
         "  k.ms_per_step AS ms_per_step, k.total_ms / NULLIF(SUM(k.total_ms) OVER (PARTITION BY k.case_id), 0) AS share,"
-        "  ROW_NUMBER() OVER (PARTITION BY k.case_id ORDER BY k.total_ms DESC, k.kernel) AS rk, c.id AS cid"
-        " FROM kernel_profile k JOIN cases c ON c.id = k.case_id WHERE c.run_id = ?)"
+        "  ROW_NUMBER() OVER (PARTITION BY k.case_id ORDER BY k.total_ms DESC, k.kernel) AS rk, c.id AS cid,"
+        "  (SELECT m.value FROM metrics m WHERE m.case_id = c.id AND m.name = 'floor_ms_per_token') AS floor_ms,"
+        "  (SELECT k2.ms_per_step FROM kernel_profile k2 JOIN cases c2 ON c2.id = k2.case_id"
+        "    WHERE c2.run_id = ?2 AND c2.name = c.name AND k2.kernel = k.kernel) AS base_mps"
+        " FROM kernel_profile k JOIN cases c ON c.id = k.case_id WHERE c.run_id = ?1)"
         " WHERE rk <= 5 ORDER BY cid, rk";
     if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return;
     sqlite3_bind_int64(st, 1, r->run_id);
+    sqlite3_bind_int64(st, 2, r->base_run_id); /* 0: no run has it, so no baseline values */
     while (sqlite3_step(st) == SQLITE_ROW) {
         r->kernels = xrealloc(r->kernels, sizeof(cr_kernel) * (size_t)(r->n_kernels + 1));
         cr_kernel *k = &r->kernels[r->n_kernels++];
@@ -573,6 +580,9 @@ static void load_kernels(sqlite3 *db, cr_result *r) {
         k->total_ms = sqlite3_column_double(st, 3);
         k->ms_per_step = sqlite3_column_type(st, 4) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 4);
         k->share = sqlite3_column_type(st, 5) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 5);
+        const double floor_ms = sqlite3_column_type(st, 6) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 6);
+        k->floor_share = floor_ms > 0 ? k->ms_per_step / floor_ms : NAN;
+        k->base_ms_per_step = sqlite3_column_type(st, 7) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 7);
     }
     sqlite3_finalize(st);
 }

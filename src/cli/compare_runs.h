@@ -59,6 +59,8 @@ typedef struct cr_kernel {
     char *case_name, *kernel;
     int64_t calls;
     double total_ms, ms_per_step, share; /* share of the case's summed kernel time, 0..1 */
+    double floor_share;      /* ms_per_step / the case's floor_ms_per_token; NAN without an in-run probe */
+    double base_ms_per_step; /* the same case and kernel in the baseline run; NAN when none */
 } cr_kernel;
 
 typedef struct cr_result {
