@@ -1,12 +1,13 @@
 #!/bin/bash
 # history-basic.sh - `kestrel-eval history`: a metric over time per case with
 # the short engine sha256 of every point; --case GLOB, --metric, --last N;
-# CSV (RFC 4180) and JSON parse with Python's csv and json; errors exit 2.
+# CSV (RFC 4180) and JSON parse with Python's csv and json; --kernel GLOB gives a kernel's
+# ms per step from the kernel profiles; errors exit 2.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/report-lib.sh"
 need_sqlite3
 need_python
-plan 13
+plan 19
 
 DB=$T/h.db
 newdb "$DB"
@@ -19,6 +20,9 @@ for r in 1 2 3 4; do
   add_case "$DB" $r $((r * 10 + 2)) 'speed, "quoted"' decode-bench pass
   add_metric "$DB" $((r * 10 + 2)) ms_per_token_median "1$r.5"
 done
+# kernel profiles of the speed case in runs 2 and 4 (runs 1 and 3 were not profiled)
+sql "$DB" "INSERT INTO kernel_profile (case_id, kernel, calls, total_ms, ms_per_step) VALUES
+  (22, 'gemv_q8', 100, 50, 0.5), (22, 'rmsnorm', 100, 10, 0.1), (42, 'gemv_q8', 100, 60, 0.6), (42, 'rmsnorm', 100, 10, 0.1);"
 E4=$(sha_of engine-4)
 K=$KESTREL_EVAL
 
@@ -55,6 +59,21 @@ print(len(r), [p["value"] for p in r], r[-1]["engine_sha256"])')" "JSON parses: 
 OUT=$(TERM=xterm script -qec "'$K' history --case acc-a --db '$DB'" /dev/null | head -1)
 like "$OUT" $'acc-a.*max_rel +\\(4 points\\) +\xe2\x96\x81.*\xe2\x96\x88' "TTY: a sparkline from the lowest to the highest point"
 
+run_cmd "$K" history --kernel 'gemv*' --db "$DB"
+like "$OUT" '^speed, "quoted"  kernel gemv_q8 \[ms/step\]  \(2 points\)$' "--kernel: one series per case and kernel, 2 profiled runs"
+like "$OUT" "^ +4  2026-11-29T10:04:00Z  ${E4:0:12}  0.6 +pass\$" "--kernel: a point is the run's ms per step of that kernel"
+ok "! printf '%s' \"\$OUT\" | grep -q rmsnorm" "--kernel GLOB selects kernels"
+run_cmd "$K" history --kernel '*' --format json --db "$DB"
+is "['kernel gemv_q8', 'kernel gemv_q8', 'kernel rmsnorm', 'kernel rmsnorm'] [0.5, 0.6, 0.1, 0.1]" "$(printf '%s' "$OUT" | "$PYTHON" -c '
+import json, sys
+r = json.load(sys.stdin)
+print([p["metric"] for p in r], [p["value"] for p in r])')" "--kernel in JSON: series named 'kernel NAME', oldest first"
+run_cmd "$K" history --kernel '*' --metric max_rel --db "$DB"
+is "2|kestrel-eval: history: --metric and --kernel exclude each other (a kernel's series is its ms per step)" "$RC|$ERR" \
+  "--kernel with --metric: one error line, exit 2"
+run_cmd "$K" history --kernel 'attention*' --db "$DB"
+is "2|kestrel-eval: $DB: no kernel profile rows matching 'attention*' for cases matching '*' (the engine records them with profile=1)" \
+  "$RC|$ERR" "--kernel matching nothing: one error line naming the glob, exit 2"
 run_cmd "$K" history --case 'nosuch*' --db "$DB"
 is "2|kestrel-eval: $DB: no headline metric for cases matching 'nosuch*'" "$RC|$ERR" "nothing matches: one error line, exit 2"
 run_cmd "$K" history --last 0 --db "$DB"

@@ -1,9 +1,11 @@
 /*
- * cmd_history.c - `kestrel-eval history [--case GLOB] [--metric NAME] [--last N]
- * [--format text|csv|json] [--db PATH]`: one metric over time per case, with
+ * cmd_history.c - `kestrel-eval history [--case GLOB] [--metric NAME | --kernel GLOB]
+ * [--last N] [--format text|csv|json] [--db PATH]`: one metric over time per case, with
  * the short engine SHA-256 of every point and a sparkline on a TTY.
  * Without --metric each case shows its kind's headline metric: oracle max_rel,
  * decode-bench ms_per_token_median, bitexact unequal, bandwidth gbps, ab ratio_median.
+ * --kernel: instead of a metric, the ms per step of each matching kernel of the case's
+ * kernel profile (engine profile=1), one series per case and kernel ("kernel NAME").
  */
 #include "config.h"
 
@@ -44,13 +46,14 @@ static void sparkline(FILE *f, const hpoint *p, int n) {
 }
 
 int cmd_history(int argc, char **argv) {
-    const char *glob = "*", *metric = NULL, *format = "text", *db_flag = NULL;
+    const char *glob = "*", *metric = NULL, *kernel = NULL, *format = "text", *db_flag = NULL;
     long long last_n = 20;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int has_next = i + 1 < argc;
         if (!strcmp(a, "--case") && has_next) glob = argv[++i];
         else if (!strcmp(a, "--metric") && has_next) metric = argv[++i];
+        else if (!strcmp(a, "--kernel") && has_next) kernel = argv[++i];
         else if (!strcmp(a, "--format") && has_next) format = argv[++i];
         else if (!strcmp(a, "--db") && has_next) db_flag = argv[++i];
         else if (!strcmp(a, "--last") && has_next) {
@@ -62,6 +65,10 @@ int cmd_history(int argc, char **argv) {
             cli_error("history: unexpected argument '%s'", a);
             return cli_usage("history");
         }
+    }
+    if (metric && kernel) {
+        cli_error("history: --metric and --kernel exclude each other (a kernel's series is its ms per step)");
+        return EXIT_USAGE;
     }
     if (strcmp(format, "text") && strcmp(format, "csv") && strcmp(format, "json")) {
         cli_error("history: unknown format '%s' (text, csv, json)", format);
@@ -81,7 +88,7 @@ int cmd_history(int argc, char **argv) {
         cli_error("%s", err);
         return EXIT_USAGE;
     }
-    const char *sql =
+    const char *sql_metric =
         "SELECT name, metric, run_id, started_at, engine, value, unit, status FROM ("
         " SELECT c.name AS name, m.name AS metric, c.run_id AS run_id, r.started_at AS started_at,"
         "  ae.sha256 AS engine, m.value AS value, m.unit AS unit, c.status AS status,"
@@ -92,12 +99,23 @@ int cmd_history(int argc, char **argv) {
         "  WHEN 'decode-bench' THEN 'ms_per_token_median' WHEN 'bitexact' THEN 'unequal'"
         "  WHEN 'bandwidth' THEN 'gbps' WHEN 'ab' THEN 'ratio_median' END))"
         " WHERE rk <= ?3 ORDER BY name, metric, run_id";
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    /* a kernel's series: its ms per step in each profiled run of the case (docs/metrics.md) */
+    const char *sql_kernel =
+        "SELECT name, metric, run_id, started_at, engine, value, unit, status FROM ("
+        " SELECT c.name AS name, 'kernel ' || k.kernel AS metric, c.run_id AS run_id, r.started_at AS started_at,"
+        "  ae.sha256 AS engine, k.ms_per_step AS value, 'ms/step' AS unit, c.status AS status,"
+        "  ROW_NUMBER() OVER (PARTITION BY c.name, k.kernel ORDER BY c.run_id DESC) AS rk"
+        " FROM cases c JOIN runs r ON r.id = c.run_id JOIN kernel_profile k ON k.case_id = c.id"
+        " LEFT JOIN artifacts ae ON ae.id = c.engine_artifact"
+        " WHERE c.name GLOB ?1 AND k.kernel GLOB ?2)"
+        " WHERE rk <= ?3 ORDER BY name, metric, run_id";
+    if (sqlite3_prepare_v2(db, kernel ? sql_kernel : sql_metric, -1, &st, NULL) != SQLITE_OK) {
         cli_error("%s: %s", db_path, sqlite3_errmsg(db));
         goto cleanup;
     }
     sqlite3_bind_text(st, 1, glob, -1, SQLITE_TRANSIENT);
-    if (metric) sqlite3_bind_text(st, 2, metric, -1, SQLITE_TRANSIENT);
+    if (kernel) sqlite3_bind_text(st, 2, kernel, -1, SQLITE_TRANSIENT);
+    else if (metric) sqlite3_bind_text(st, 2, metric, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 3, last_n);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -121,8 +139,12 @@ int cmd_history(int argc, char **argv) {
         goto cleanup;
     }
     if (n == 0) {
-        cli_error("%s: no %s%s%s for cases matching '%s'", db_path, metric ? "metric '" : "headline metric",
-                  metric ? metric : "", metric ? "'" : "", glob);
+        if (kernel)
+            cli_error("%s: no kernel profile rows matching '%s' for cases matching '%s' (the engine records them with "
+                      "profile=1)", db_path, kernel, glob);
+        else
+            cli_error("%s: no %s%s%s for cases matching '%s'", db_path, metric ? "metric '" : "headline metric",
+                      metric ? metric : "", metric ? "'" : "", glob);
         goto cleanup;
     }
     if (!strcmp(format, "csv")) {

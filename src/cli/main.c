@@ -23,7 +23,7 @@ static const cli_command commands[] = {
     {"check", cmd_check, "SUITE.yaml [--list | --json] [--engine NAME=LIB]...", "validate a suite file (every key, type, reference and file) without running it"},
     {"report", cmd_report, "[RUN_ID|latest] [--against NAME|RUN_ID] [--format text|md|json|junit|html] [-o FILE] [--only-regressions] [--last N] [--db PATH]", "compare a run with a baseline (or its own gates): verdicts per case and metric"},
     {"baseline", cmd_baseline, "set RUN_ID|latest NAME [--note TEXT] | list | show NAME | delete NAME | export NAME -o FILE | import FILE [--name NAME] [--db PATH]", "name runs as baselines; export/import self-contained baseline archives"},
-    {"history", cmd_history, "[--case GLOB] [--metric NAME] [--last N] [--format text|csv|json] [--db PATH]", "a metric over time per case, with the engine SHA-256 of each point"},
+    {"history", cmd_history, "[--case GLOB] [--metric NAME | --kernel GLOB] [--last N] [--format text|csv|json] [--db PATH]", "a metric (or a kernel's ms per step) over time per case, with the engine SHA-256 of each point"},
     {"query", cmd_query, "SQL [--format table|csv|json] [--db PATH]", "run SQL on a read-only connection to the results DB"},
     {"run", cmd_run, "SUITE.yaml [--db PATH] [--engine NAME=PATH]... [--case GLOB]... [--tag T]... [--label TEXT] [--against NAME|RUN_ID]", "run a suite's cases (each in its own process) and record the results in the SQLite store"},
     /* KESTREL-COMMANDS: one line per command; keep this marker for the other families */
