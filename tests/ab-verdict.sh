@@ -6,7 +6,7 @@
 # the same library and options on both sides (5 ms sleeps) -> `no difference beyond noise`.
 . "$top_srcdir/tests/lib.sh"
 . "$top_srcdir/tests/ab-lib.sh"
-plan 28
+plan 33
 
 # ---- B slower: A sleeps 1 ms per step, B 25 ms; seeded order ----
 run_cmd "$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" \
@@ -50,7 +50,10 @@ is 0 "$RC" "A/A: exit code 0"
 # process of every pair 0.2% slower), the same below the floor - never `B faster` / `B slower`
 like "$OUT" "^verdict: (no difference beyond noise|B (slower|faster), below min_effect)$" \
   "A/A: no change claimed ('no difference beyond noise' or '... below min_effect')"
-ok '[ "$(printf "%s\n" "$OUT" | grep -Ec "^ +[1-6] +AB ")" -eq 6 ]' "A/A without --seed: strictly A then B in every pair"
+is "AB BA AB BA AB BA" "$(printf '%s\n' "$OUT" | awk '$1 ~ /^[1-6]$/ && ($2 == "AB" || $2 == "BA") {printf "%s%s", sep, $2; sep = " "}')" \
+  "A/A without --seed or --order: balanced, pairs alternate AB, BA"
+like "$OUT" "order balanced \\(AB, BA, AB, \\.\\.\\.\\)" "A/A: the header names the balanced order"
+is "balanced" "$(q "SELECT json_extract(params, '$.order') FROM cases WHERE id = (SELECT max(id) FROM cases)")" "A/A: params.order 'balanced' stored"
 is 3 "$(q "SELECT count(*) FROM runs WHERE label LIKE 'ab: %'")" "A/A: a third ab run recorded (after the slowed B and the below-floor B)"
 # the stored numbers agree with the verdict rule: CI contains 1 or the effect is below min_effect
 # (the suite's gate, 0.25: ab-lib.sh)
@@ -62,4 +65,13 @@ like "$(q "SELECT m.text FROM metrics m JOIN cases c ON c.id = m.case_id WHERE c
   "^(no difference beyond noise|B (slower|faster), below min_effect)$" "A/A: DB verdict claims no change"
 is 12 "$(q "SELECT count(*) FROM ab_rounds r JOIN cases c ON c.id = r.case_id WHERE c.run_id = (SELECT max(id) FROM runs)")" \
   "A/A: 12 rounds stored"
+
+# ---- --order ab: A first in every pair; --order with --seed, or a bad order: exit 2 ----
+run_cmd "$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" --order ab --rounds 3 --db "$T/ab.db"
+is "0|AB AB AB" "$RC|$(printf '%s\n' "$OUT" | awk '$1 ~ /^[1-3]$/ && ($2 == "AB" || $2 == "BA") {printf "%s%s", sep, $2; sep = " "}')" \
+  "--order ab: A then B in every pair"
+run_cmd "$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" --order ab --seed 3 --db "$T/ab.db"
+is "2|kestrel-eval: ab: --order and --seed exclude each other (--seed N draws each pair's order)" "$RC|$ERR" "--order with --seed: exit 2"
+run_cmd "$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" --order ba --db "$T/ab.db"
+is "2|kestrel-eval: ab: --order 'ba': expected ab or balanced (--seed N for a random order)" "$RC|$ERR" "--order ba: exit 2"
 done_testing

@@ -2,8 +2,9 @@
  * cmd_ab.c - `kestrel-eval ab`: interleaved A/B of two engine builds (or two
  * option sets of one build) on one decode-bench case of a suite.
  *
- * Method (docs/methodology.md, "Interleaved A/B"): one session, rounds A, B,
- * A, B, ... (or a seeded random order within each pair), every round a FRESH
+ * Method (docs/methodology.md, "Interleaved A/B"): one session, pairs of rounds
+ * in a balanced order AB, BA, AB, ... (or A then B in every pair with --order ab,
+ * or a seeded random order within each pair with --seed), every round a FRESH
  * process (fork + exec of this binary's hidden round entry) that opens the
  * engine, runs the case's decode-bench and streams its info and per-step
  * samples back through a pipe. The unit of comparison is the round median;
@@ -698,7 +699,7 @@ int cmd_ab(int argc, char **argv) {
     const char *suite_arg = NULL, *case_name = NULL, *spec[2] = {NULL, NULL}, *opts[2] = {NULL, NULL};
     const char *db_flag = NULL, *label_flag = NULL;
     long long pairs = AB_DEFAULT_PAIRS, seed = -1;
-    int force = 0;
+    int force = 0, order_ab = 0, order_set = 0; /* --order ab: A first in every pair; default balanced */
     suite *s = NULL;
     ab_side sides[2];
     ab_file files[3];
@@ -731,6 +732,13 @@ int cmd_ab(int argc, char **argv) {
                 cli_error("ab: --rounds '%s': expected an integer in 3..1000 (pairs of rounds)", v);
                 return EXIT_USAGE;
             }
+        } else if (strcmp(f, "--order") == 0) {
+            if (strcmp(v, "ab") && strcmp(v, "balanced")) {
+                cli_error("ab: --order '%s': expected ab or balanced (--seed N for a random order)", v);
+                return EXIT_USAGE;
+            }
+            order_ab = strcmp(v, "ab") == 0;
+            order_set = 1;
         } else if (strcmp(f, "--seed") == 0) {
             if (parse_int(v, &seed) || seed < 0) {
                 cli_error("ab: --seed '%s': expected a non-negative integer", v);
@@ -741,6 +749,10 @@ int cmd_ab(int argc, char **argv) {
             return cli_usage("ab");
         }
         i++;
+    }
+    if (order_set && seed >= 0) {
+        cli_error("ab: --order and --seed exclude each other (--seed N draws each pair's order)");
+        return EXIT_USAGE;
     }
     if (!suite_arg || !case_name || !spec[0] || !spec[1]) {
         cli_error("ab: missing %s", !suite_arg ? "SUITE.yaml" : !case_name ? "--case NAME" : !spec[0] ? "--a LIB_A" : "--b LIB_B");
@@ -846,7 +858,7 @@ int cmd_ab(int argc, char **argv) {
                                    opts_differ ? " [" : "", opts_differ ? sides[1].options : "", opts_differ ? "]" : "");
     printf("ab: suite %s, case %s (decode-bench: P=%d, T=%d, warmup %d, %d iterations), %lld pairs, order %s",
            s->name, c->name, c->prompt_len, c->step_tokens > 0 ? c->step_tokens : 1, c->warmup, c->iterations > 0 ? c->iterations : 20, pairs,
-           seed >= 0 ? "seeded" : "A then B");
+           seed >= 0 ? "seeded" : order_ab ? "A then B" : "balanced (AB, BA, AB, ...)");
     if (seed >= 0) printf(" (seed %lld)", seed);
     printf("\n  A: %s (sha256 %.16s) options \"%s\"\n  B: %s (sha256 %.16s) options \"%s\"\n", sides[0].lib,
            sides[0].sha, sides[0].options, sides[1].lib, sides[1].sha, sides[1].options);
@@ -859,7 +871,10 @@ int cmd_ab(int argc, char **argv) {
     int crashed = 0;
     const char *crash_status = "crash"; /* or "timeout": the cases.status of a failed session */
     for (int pr = 1; pr <= pairs && !crashed; pr++) {
-        int b_first = seed >= 0 && (ab_splitmix((uint64_t)seed * 0x10001ull + (uint64_t)pr) & 1);
+        /* balanced: every other pair runs B first, so a "second process runs slower/warmer" trace (seen:
+         * 0.2% on the CI machine, docs/methodology.md) and a linear drift cancel instead of siding with B */
+        int b_first = seed >= 0 ? (int)(ab_splitmix((uint64_t)seed * 0x10001ull + (uint64_t)pr) & 1)
+                                : !order_ab && pr % 2 == 0;
         double med[2] = {NAN, NAN};
         for (int j = 0; j < 2 && !crashed; j++) {
             int k = b_first ? 1 - j : j;
@@ -957,7 +972,7 @@ int cmd_ab(int argc, char **argv) {
     params = xasprintf("{\"case\":%s,\"pairs\":%lld,\"order\":\"%s\",\"seed\":%lld,\"prompt_len\":%d,"
                        "\"step_tokens\":%d,\"warmup\":%d,\"iterations\":%d,\"min_effect\":%g,\"bootstrap\":%d,"
                        "\"force\":%s,\"a_options\":%s,\"b_options\":%s}",
-                       esc_case, pairs, seed >= 0 ? "seeded" : "alternating", seed, c->prompt_len,
+                       esc_case, pairs, seed >= 0 ? "seeded" : order_ab ? "ab" : "balanced", seed, c->prompt_len,
                        c->step_tokens > 0 ? c->step_tokens : 1, c->warmup, c->iterations > 0 ? c->iterations : 20, min_effect, AB_BOOT,
                        force ? "true" : "false", esc_a, esc_b);
     free(esc_a);

@@ -19,7 +19,7 @@ static const cli_command commands[] = {
     {"inspect", cmd_inspect, "FILE [--kv-only] [--tensors-only]",
      "print a GGUF model's or oracle dump's metadata and tensor table"},
     {"gen-model", cmd_gen_model, "--preset qwen3.5-27b|qwen3.5-9b|qwen3.5-2b|tiny --type q4_0|q8_0|f16|f32 --seed N -o FILE.gguf [--vocab N] [--layers N] [-j THREADS]", "write a synthetic Qwen3.5 GGUF of a real shape with random weights (docs/presets.md)"},
-    {"ab", cmd_ab, "SUITE.yaml --case NAME --a LIB_A --b LIB_B [--a-options OPTS] [--b-options OPTS] [--rounds N] [--seed N] [--db PATH] [--label TEXT] [--force]", "interleaved A/B of two engine builds on one decode-bench case, in fresh processes"},
+    {"ab", cmd_ab, "SUITE.yaml --case NAME --a LIB_A --b LIB_B [--a-options OPTS] [--b-options OPTS] [--rounds N] [--order ab|balanced | --seed N] [--db PATH] [--label TEXT] [--force]", "interleaved A/B of two engine builds on one decode-bench case, in fresh processes"},
     {"check", cmd_check, "SUITE.yaml [--list | --json] [--engine NAME=LIB]...", "validate a suite file (every key, type, reference and file) without running it"},
     {"report", cmd_report, "[RUN_ID|latest] [--against NAME|RUN_ID] [--format text|md|json|junit|html] [-o FILE] [--only-regressions] [--last N] [--db PATH]", "compare a run with a baseline (or its own gates): verdicts per case and metric"},
     {"baseline", cmd_baseline, "set RUN_ID|latest NAME [--note TEXT] | list | show NAME | delete NAME | export NAME -o FILE | import FILE [--name NAME] [--db PATH]", "name runs as baselines; export/import self-contained baseline archives"},
