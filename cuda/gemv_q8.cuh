@@ -209,8 +209,9 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8_kernel(const q8_job 
 {
     const int lane = threadIdx.x & 31;
     const int gg = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5), nw = gridDim.x * Q8M_WARPS;
-    if (job.pf.nr) /* numbered from the grid's end: the blocks scheduled last prefetch */
-        pf_issue(job.pf, nw - 1 - gg, nw < 1024 ? nw : 1024);
+    if (job.pf.nr) /* numbered from the grid's end: the blocks scheduled last prefetch (every warp has
+                    * its own index below nw, so no granule is issued twice) */
+        pf_issue(job.pf, nw - 1 - gg, nw);
     if (gg >= job.gstart[job.n]) {
         kc_pdl_begin();
         return;

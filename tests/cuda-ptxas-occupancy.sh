@@ -10,7 +10,7 @@
 . "$top_srcdir/tests/lib.sh"
 REP=$top_builddir/cuda/kernels-ptxas.txt
 [ -f "$REP" ] || skip_all "no cuda/kernels-ptxas.txt (make check writes it when configure found nvcc)"
-plan 3
+plan 2
 
 # (mangled-name substring : blocks per SM at least) for the GEMVs of the 27B and 9B steps:
 #   matvec_q8x<4,5,6> (qkv+z, q+k+v, ssm_out / wo at 4096..6144 columns), swiglu_q8x<4,5> (gate/up),
@@ -46,7 +46,5 @@ is "_Z24matvec_swiglu_q8x_kernelILi5EEv6kc_matS0_PK8kc_q8blkPf5kc_pf: 129 regist
 matvec_q8_kernelILi1ELi1ELi0E: not in the report" "$(check "$T/bad.txt")" \
   "the checker reports one register past the cliff and a missing kernel (synthetic report)"
 NEED=$NEED_ALL
-is "" "$(check "$REP")" "the step's q8 GEMVs keep their blocks per SM (registers from ptxas)"
 regs=$(awk '/Function properties for .*matvec_swiglu_q8x_kernelILi5E/{f=1; next} f && /Used [0-9]+ registers/{print $5; exit}' "$REP")
-note_ok=$([ -n "$regs" ] && echo 0 || echo 1)
-ok "[ $note_ok -eq 0 ]" "the 27B gate/up kernel's register count is read ($regs registers)"
+is "" "$(check "$REP")" "the step's q8 GEMVs keep their blocks per SM (registers from ptxas; 27B gate/up: $regs)"

@@ -126,6 +126,15 @@ static void summary_line(const cr_result *r, FILE *f) {
 
 /* ---------------------------------------------------------------- text */
 
+/* A top kernel's derived cells: its share of the floor ("30.0%") and the baseline's ms per step with
+ * the change ("0.500 (+20.0%)"); "" where the run had no probe / the baseline no such kernel. */
+static void kernel_cells(const cr_kernel *k, char *floor, size_t nf, char *base, size_t nb) {
+    floor[0] = base[0] = '\0';
+    if (isfinite(k->floor_share)) snprintf(floor, nf, "%.1f%%", 100 * k->floor_share);
+    if (isfinite(k->base_ms_per_step) && k->base_ms_per_step > 0)
+        snprintf(base, nb, "%.3f (%+.1f%%)", k->base_ms_per_step, 100 * (k->ms_per_step / k->base_ms_per_step - 1));
+}
+
 int cr_write_text(const cr_result *r, FILE *f, int only_regressions, int color) {
     const char *red = color ? "\033[31;1m" : "", *green = color ? "\033[32m" : "", *yellow = color ? "\033[33m" : "",
                *bold = color ? "\033[1m" : "", *off = color ? "\033[0m" : "";
@@ -195,13 +204,13 @@ int cr_write_text(const cr_result *r, FILE *f, int only_regressions, int color) 
                 r->base_run_id ? "; the baseline's ms per step" : "");
         for (int i = 0; i < r->n_kernels; i++) {
             const cr_kernel *k = &r->kernels[i];
+            char fl[32], bs[64];
+            kernel_cells(k, fl, sizeof fl, bs, sizeof bs);
             fprintf(f, "  %-24s %-28s %8lld calls  %10.3f ms  %5.1f%%  %8.3f ms/step", k->case_name, k->kernel,
                     (long long)k->calls, k->total_ms, 100 * k->share, k->ms_per_step);
-            if (isfinite(k->floor_share)) fprintf(f, "  %6.1f%% of floor", 100 * k->floor_share);
+            if (fl[0]) fprintf(f, "  %7s of floor", fl);
             else fputs("  no floor", f);
-            if (isfinite(k->base_ms_per_step) && k->base_ms_per_step > 0)
-                fprintf(f, "  baseline %.3f (%+.1f%%)", k->base_ms_per_step,
-                        100 * (k->ms_per_step / k->base_ms_per_step - 1));
+            if (bs[0]) fprintf(f, "  baseline %s", bs);
             else if (r->base_run_id) fputs("  not in the baseline", f);
             fputc('\n', f);
         }
@@ -276,17 +285,14 @@ int cr_write_md(const cr_result *r, FILE *f, int only_regressions) {
               "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n", f);
         for (int i = 0; i < r->n_kernels; i++) {
             const cr_kernel *k = &r->kernels[i];
+            char fl[32], bs[64];
+            kernel_cells(k, fl, sizeof fl, bs, sizeof bs);
             fputs("| ", f);
             put_esc(f, k->case_name, ESC_MD);
             fputs(" | ", f);
             put_esc(f, k->kernel, ESC_MD);
-            fprintf(f, " | %lld | %.3f | %.1f%% | %.3f | ", (long long)k->calls, k->total_ms, 100 * k->share,
-                    k->ms_per_step);
-            if (isfinite(k->floor_share)) fprintf(f, "%.1f%%", 100 * k->floor_share);
-            else fputs("-", f);
-            if (isfinite(k->base_ms_per_step) && k->base_ms_per_step > 0)
-                fprintf(f, " | %.3f (%+.1f%%) |\n", k->base_ms_per_step, 100 * (k->ms_per_step / k->base_ms_per_step - 1));
-            else fputs(" | - |\n", f);
+            fprintf(f, " | %lld | %.3f | %.1f%% | %.3f | %s | %s |\n", (long long)k->calls, k->total_ms, 100 * k->share,
+                    k->ms_per_step, fl[0] ? fl : "-", bs[0] ? bs : "-");
         }
     }
     return ferror(f) ? -1 : 0;
@@ -649,18 +655,14 @@ int cr_write_html(const cr_result *r, sqlite3 *db, int last_n, FILE *f, int only
               "<th>share</th><th>ms/step</th><th>of floor</th><th>baseline ms/step</th></tr>\n", f);
         for (int i = 0; i < r->n_kernels; i++) {
             const cr_kernel *k = &r->kernels[i];
+            char fl[32], bs[64];
+            kernel_cells(k, fl, sizeof fl, bs, sizeof bs);
             fputs("<tr><td>", f);
             put_esc(f, k->case_name, ESC_XML);
             fputs("</td><td>", f);
             put_esc(f, k->kernel, ESC_XML);
-            fprintf(f, "</td><td>%lld</td><td>%.3f</td><td>%.1f%%</td><td>%.3f</td><td>", (long long)k->calls,
-                    k->total_ms, 100 * k->share, k->ms_per_step);
-            if (isfinite(k->floor_share)) fprintf(f, "%.1f%%", 100 * k->floor_share);
-            else fputs("-", f);
-            if (isfinite(k->base_ms_per_step) && k->base_ms_per_step > 0)
-                fprintf(f, "</td><td>%.3f (%+.1f%%)</td></tr>\n", k->base_ms_per_step,
-                        100 * (k->ms_per_step / k->base_ms_per_step - 1));
-            else fputs("</td><td>-</td></tr>\n", f);
+            fprintf(f, "</td><td>%lld</td><td>%.3f</td><td>%.1f%%</td><td>%.3f</td><td>%s</td><td>%s</td></tr>\n",
+                    (long long)k->calls, k->total_ms, 100 * k->share, k->ms_per_step, fl[0] ? fl : "-", bs[0] ? bs : "-");
         }
         fputs("</table>\n", f);
     }

@@ -310,7 +310,6 @@ static char *cur_str(cur *c, int empty_null) {
 
 #define GROW(arr, n) ((arr) = xrealloc((arr), sizeof *(arr) * (size_t)((n) + 1)), &(arr)[(n)++])
 
-/* Parse the record stream into res. 0 ok (with a STATUS record), else err. */
 static void rec_engine_free(rec_engine *en) {
     free(en->name);
     free(en->version);
@@ -319,6 +318,7 @@ static void rec_engine_free(rec_engine *en) {
     memset(en, 0, sizeof *en);
 }
 
+/* Parse the record stream into res. 0 ok (with a STATUS record), else err. */
 static int parse_records(const bytes *b, case_result *res, char *err, size_t err_len) {
     size_t off = 0;
     int have_status = 0;
