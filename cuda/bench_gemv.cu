@@ -12,7 +12,7 @@
  * Every q8 variant's output is compared bit for bit with the (R=1, U=1) variant: they share one
  * arithmetic order (gemv_q8.cuh), so any difference is a bug.
  *
- * Usage: bench_gemv [--shape NAME]  (prints one TSV line per shape x variant)
+ * Usage: bench_gemv [--shape NAME]  (prints one TSV line per shape x variant; NAME ffn: the fused FFN only; l2: the L2-prefetch measurements)
  */
 #include "kernels.cu"
 
@@ -109,6 +109,7 @@ typedef cudaError_t (*launch_fn)(const shape *s, mats *M, int c, int R, int U, c
 
 static int g_prefetch; /* kc_mat.prefetch of the q8 launches */
 static int g_q8kind = 1; /* kc_mat.q8kind: the R x U grid measures the streaming kernel */
+static int g_q8wide; /* kc_mat.q8wide of the q8 launches (3: matvec_q8xs_kernel) */
 
 static cudaError_t launch_q8(const shape *s, mats *M, int c, int R, int U, const float *x, const kc_q8blk *xq,
                              float *y0, float *y1, cudaStream_t st)
@@ -120,6 +121,8 @@ static cudaError_t launch_q8(const shape *s, mats *M, int c, int R, int U, const
     a.layout = 0;
     a.prefetch = g_prefetch;
     a.q8kind = g_q8kind;
+    a.q8wide = g_q8wide;
+    a.early = g_q8wide == 3;
     if (s->swiglu) {
         kc_mat b = M->b[c];
         b.layout = 0;
@@ -170,18 +173,20 @@ static cudaError_t launch_read(const shape *s, mats *M, int c, int R, int U, con
                           kc_mat_data_bytes(GGML_Q4_0, M->a[c].rows, M->a[c].cols) / 16, (uint32_t *)y0, g_sms * 4, st);
 }
 
-static int time_variant(const shape *s, mats *M, launch_fn fn, int R, int U, const float *x, const kc_q8blk *xq,
-                        float *y0, float *y1, cudaStream_t st, double *us)
+/* median us per call of run(c) (c counting up): `warm` calls, then NREP batches of NLAUNCH calls
+ * between two events */
+template <typename F>
+static int time_batches(F run, int warm, cudaStream_t st, double *us)
 {
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    for (int i = 0; i < 3; i++) CK(fn(s, M, i % M->ncopy, R, U, x, xq, y0, y1, st));
+    for (int i = 0; i < warm; i++) CK(run(i));
     std::vector<double> t;
     int c = 0;
     for (int r = 0; r < NREP; r++) {
         CK(cudaEventRecord(e0, st));
-        for (int i = 0; i < NLAUNCH; i++, c++) CK(fn(s, M, c % M->ncopy, R, U, x, xq, y0, y1, st));
+        for (int i = 0; i < NLAUNCH; i++, c++) CK(run(c));
         CK(cudaEventRecord(e1, st));
         CK(cudaEventSynchronize(e1));
         float ms = 0;
@@ -192,6 +197,350 @@ static int time_variant(const shape *s, mats *M, launch_fn fn, int R, int U, con
     *us = t[NREP / 2];
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
+    return 0;
+}
+
+static int time_variant(const shape *s, mats *M, launch_fn fn, int R, int U, const float *x, const kc_q8blk *xq,
+                        float *y0, float *y1, cudaStream_t st, double *us)
+{
+    return time_batches([&](int c) { return fn(s, M, c % M->ncopy, R, U, x, xq, y0, y1, st); }, 3, st, us);
+}
+
+/* the q8 variant the globals select (R = U = 1), as `label`, with PDL off then on; then its output
+ * (accumulate off) against ref, the R=1 U=1 result: a "# MISMATCH" line and a failure if it differs */
+static int time_and_check(const shape *s, mats *M, const char *label, const float *x, const kc_q8blk *xq, float *y0,
+                          float *y1, const float *ref, int rows_out, cudaStream_t st, int *fails)
+{
+    double us;
+    for (int pdl = 0; pdl <= 1; pdl++) {
+        kc_set_pdl(pdl);
+        if (time_variant(s, M, launch_q8, 1, 1, x, xq, y0, y1, st, &us)) return 1;
+        printf("%s\t%s_pdl%d\t1\t-\t%.2f\t%.0f\t%llu\n", s->name, label, pdl, us, M->bytes / us / 1e3,
+               (unsigned long long)M->bytes);
+    }
+    kc_set_pdl(0);
+    shape s0 = *s;
+    s0.accumulate = 0;
+    CK(launch_q8(&s0, M, 0, 1, 1, x, xq, y0, y1, st));
+    CK(cudaStreamSynchronize(st));
+    std::vector<float> a(rows_out), b(rows_out);
+    CK(cudaMemcpy(a.data(), ref, rows_out * 4, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(b.data(), y0, s->rows0 * 4, cudaMemcpyDeviceToHost));
+    if (s->rows1 && !s->swiglu) CK(cudaMemcpy(b.data() + s->rows0, y1, s->rows1 * 4, cudaMemcpyDeviceToHost));
+    if (memcmp(a.data(), b.data(), rows_out * 4)) {
+        printf("# MISMATCH %s %s vs R=1 U=1\n", s->name, label);
+        (*fails)++;
+    }
+    return 0;
+}
+
+/* The FFN of a 27B layer (gate/up 17408 x 5120, down 5120 x 17408: 150 MB) three ways, each with
+ * PDL (as in the engine's graph) and without: the launches the engine makes by default (x-stationary
+ * SwiGLU, quantize_q8, streaming down with the residual add), the same with the down projection on
+ * matvec_q8xs_kernel, and the fused persistent kernel (kc_ffn_q8). The three results are compared
+ * bit for bit. */
+static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
+{
+    const int D = 5120, F = 17408;
+    const uint64_t bytes = 2 * (kc_mat_data_bytes(GGML_Q4_0, F, D) + kc_mat_scale_bytes(GGML_Q4_0, F, D)) +
+                           kc_mat_data_bytes(GGML_Q4_0, D, F) + kc_mat_scale_bytes(GGML_Q4_0, D, F);
+    const int ncopy = (int)std::max<uint64_t>(2, (240ull << 20) / bytes + 1);
+    std::vector<kc_mat> g(ncopy), u(ncopy), dn(ncopy);
+    for (int c = 0; c < ncopy; c++) {
+        kc_mat *ms[3] = {&g[c], &u[c], &dn[c]};
+        for (int k = 0; k < 3; k++) {
+            kc_mat &w = *ms[k];
+            memset(&w, 0, sizeof w);
+            w.type = GGML_Q4_0;
+            w.rows = k == 2 ? D : F;
+            w.cols = k == 2 ? F : D;
+            w.early = 1;
+            const uint64_t db = kc_mat_data_bytes(GGML_Q4_0, w.rows, w.cols), sb = kc_mat_scale_bytes(GGML_Q4_0, w.rows, w.cols);
+            CK(cudaMalloc(&w.data, db));
+            CK(cudaMalloc((void **)&w.d, sb));
+            fill_bytes_kernel<<<1024, 256>>>((uint32_t *)w.data, db / 4, 77u + 13 * c + k);
+            fill_scales_kernel<<<1024, 256>>>(w.d, sb / 2, 91u + 7 * c + k);
+            CK(cudaGetLastError());
+        }
+    }
+    float *ff, *y;
+    kc_q8blk *ffq;
+    unsigned int *bar;
+    CK(cudaMalloc(&ff, F * 4));
+    CK(cudaMalloc(&y, D * 4));
+    CK(cudaMalloc(&ffq, F / 32 * sizeof(kc_q8blk)));
+    CK(cudaMalloc(&bar, 8));
+    CK(cudaMemset(bar, 0, 8));
+    CK(kc_quantize_q8(x, D, xq, st));
+    CK(cudaDeviceSynchronize());
+    const char *names[3] = {"ffn_split(swiglu_xs+quantize+down_stream)", "ffn_split(swiglu_xs+quantize+down_xs)",
+                            "ffn_fused"};
+    std::vector<float> out[3];
+    for (int v = 0; v < 3; v++) {
+        auto run = [&](int c) -> cudaError_t {
+            if (v == 2) return kc_ffn_q8(&g[c], &u[c], &dn[c], xq, ff, ffq, y, bar, st);
+            cudaError_t e = kc_matvec_swiglu_q8(&g[c], &u[c], xq, ff, NULL, NULL, st);
+            if (e == cudaSuccess) e = kc_quantize_q8(ff, F, ffq, st);
+            kc_mat d = dn[c];
+            d.q8wide = v == 1 ? 3 : 0;
+            const kc_mat *one[1] = {&d};
+            float *Y[1] = {y};
+            if (e == cudaSuccess) e = kc_matvec_q8(one, Y, 1, ffq, 1, st);
+            return e;
+        };
+        for (int pdl = 0; pdl <= 1; pdl++) {
+            kc_set_pdl(pdl);
+            double us;
+            if (time_batches([&](int c) { return run(c % ncopy); }, 3, st, &us)) return 1;
+            printf("ffn\t%s_pdl%d\t-\t-\t%.2f\t%.0f\t%llu\n", names[v], pdl, us, bytes / us / 1e3, (unsigned long long)bytes);
+        }
+        kc_set_pdl(0);
+        CK(cudaMemset(y, 0, D * 4));
+        CK(run(0));
+        CK(cudaStreamSynchronize(st));
+        out[v].resize(D);
+        CK(cudaMemcpy(out[v].data(), y, D * 4, cudaMemcpyDeviceToHost));
+        if (v && memcmp(out[v].data(), out[0].data(), D * 4)) {
+            printf("# MISMATCH ffn %s vs %s\n", names[v], names[0]);
+            (*fails)++;
+        }
+    }
+    /* the streaming read of the same bytes' worth (the quants of the three matrices, copy by copy) */
+    {
+        double us;
+        const uint64_t qb = 2 * kc_mat_data_bytes(GGML_Q4_0, F, D) + kc_mat_data_bytes(GGML_Q4_0, D, F);
+        auto read3 = [&](int i) -> cudaError_t {
+            const int c = i % ncopy;
+            cudaError_t e = kc_stream_read((const uint4 *)g[c].data, kc_mat_data_bytes(GGML_Q4_0, F, D) / 16, (uint32_t *)y, g_sms * 4, st);
+            if (e == cudaSuccess)
+                e = kc_stream_read((const uint4 *)u[c].data, kc_mat_data_bytes(GGML_Q4_0, F, D) / 16, (uint32_t *)y, g_sms * 4, st);
+            if (e == cudaSuccess)
+                e = kc_stream_read((const uint4 *)dn[c].data, kc_mat_data_bytes(GGML_Q4_0, D, F) / 16, (uint32_t *)y, g_sms * 4, st);
+            return e;
+        };
+        if (time_batches(read3, 0, st, &us)) return 1;
+        printf("ffn\tstream_read(quants, 3 launches)\t-\t-\t%.2f\t%.0f\t%llu\n", us, qb / us / 1e3, (unsigned long long)qb);
+    }
+    for (int c = 0; c < ncopy; c++) {
+        cudaFree(g[c].data); cudaFree(g[c].d);
+        cudaFree(u[c].data); cudaFree(u[c].d);
+        cudaFree(dn[c].data); cudaFree(dn[c].d);
+    }
+    cudaFree(ff); cudaFree(y); cudaFree(ffq); cudaFree(bar);
+    fflush(stdout);
+    return 0;
+}
+
+/* ---- Does a weight prefetched into L2 make the GEMV that reads it faster? (PERF-NOTES v13) ----
+ * v12's pf_next (the current GEMV's tail warps prefetch the next GEMV's first MB into L2) lost in
+ * proportion to the bytes, and why was not known. Two measurements:
+ * (1) one GEMV after an L2 flush (a 512 MB streaming read): cold; after its weights (all, or the
+ *     first 8 MB) were bulk-prefetched into L2 and given 100 us to land; after a first demand read.
+ * (2) a chain of 16 dependent x-stationary GEMVs (5120 x 5120, distinct weights, each followed by
+ *     quantize_q8 of its output and a 1-thread progress mark; PDL) with and without a concurrent
+ *     run-ahead prefetcher on a second stream: one warp that, while GEMV i - 1 runs (progress mark),
+ *     bulk-prefetches GEMV i's weights (all, or the first 8 MB) into L2. */
+__global__ void pf_bulk_kernel(const char *p, uint64_t n)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const uint64_t w = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) >> 5, nw = (gridDim.x * (uint64_t)blockDim.x) >> 5;
+    if (threadIdx.x & 31) return;
+    for (uint64_t off = w * 16384; off < n; off += nw * 16384) {
+        const uint64_t len = n - off < 16384 ? n - off : 16384;
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p + off), "r"((unsigned)len) : "memory");
+    }
+#endif
+}
+__global__ void spin_kernel(long long cycles)
+{
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) {}
+}
+__global__ void mark_kernel(unsigned int *prog, unsigned int v)
+{
+    kc_pdl_begin();
+    if (threadIdx.x == 0) atomicExch(prog, v);
+}
+/* the run-ahead prefetcher: op i's first want[i] bytes (quants, then scales) once progress >= i */
+#define PF_CHAIN 16
+typedef struct pf_plan {
+    const char *q[PF_CHAIN], *d[PF_CHAIN];
+    uint64_t nq[PF_CHAIN], nd[PF_CHAIN];
+} pf_plan;
+__global__ void runahead_kernel(const pf_plan plan, const unsigned int *prog, int n, uint64_t limit)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const int lane = threadIdx.x & 31;
+    for (int i = 1; i < n; i++) {
+        unsigned int now;
+        do {
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(prog) : "memory");
+        } while (now + 1 < (unsigned)i); /* GEMV i - 1 has started (mark i - 1 written after GEMV i - 2) */
+        const uint64_t nq = plan.nq[i] < limit ? plan.nq[i] : limit, nd = plan.nd[i];
+        for (uint64_t off = (uint64_t)lane * 16384; off < nq; off += 32 * 16384) {
+            const uint64_t len = nq - off < 16384 ? nq - off : 16384;
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(plan.q[i] + off), "r"((unsigned)len) : "memory");
+        }
+        for (uint64_t off = (uint64_t)lane * 16384; off < nd; off += 32 * 16384) {
+            const uint64_t len = nd - off < 16384 ? nd - off : 16384;
+            asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(plan.d[i] + off), "r"((unsigned)len) : "memory");
+        }
+    }
+#endif
+}
+
+static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
+{
+    /* (1) one GEMV: cold, prefetched, demand-warm */
+    const uint64_t flush_n = 512ull << 20;
+    uint4 *flush;
+    uint32_t *sink;
+    CK(cudaMalloc(&flush, flush_n));
+    CK(cudaMalloc(&sink, 1 << 20));
+    CK(cudaMemset(flush, 1, flush_n));
+    const int shp[3][2] = {{5120, 6144}, {5120, 17408}, {17408, 5120}}; /* ssm_out, down, gate-sized */
+    for (int si = 0; si < 3; si++) {
+        kc_mat w;
+        memset(&w, 0, sizeof w);
+        w.type = GGML_Q4_0;
+        w.rows = shp[si][0];
+        w.cols = shp[si][1];
+        w.early = 1;
+        const uint64_t db = kc_mat_data_bytes(GGML_Q4_0, w.rows, w.cols), sb = kc_mat_scale_bytes(GGML_Q4_0, w.rows, w.cols);
+        CK(cudaMalloc(&w.data, db));
+        CK(cudaMalloc((void **)&w.d, sb));
+        fill_bytes_kernel<<<1024, 256>>>((uint32_t *)w.data, db / 4, 5u + si);
+        fill_scales_kernel<<<1024, 256>>>(w.d, sb / 2, 9u + si);
+        float *y;
+        CK(cudaMalloc(&y, w.rows * 4));
+        CK(kc_quantize_q8(x, w.cols, xq, st));
+        CK(cudaDeviceSynchronize());
+        const kc_mat *one[1] = {&w};
+        float *Y[1] = {y};
+        const char *mode[4] = {"cold", "l2_prefetch_all", "l2_prefetch_first8MB", "demand_warm"};
+        for (int md = 0; md < 4; md++) {
+            std::vector<double> t;
+            cudaEvent_t e0, e1;
+            CK(cudaEventCreate(&e0));
+            CK(cudaEventCreate(&e1));
+            for (int r = 0; r < NREP; r++) {
+                CK(kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st));
+                if (md == 1 || md == 2) {
+                    pf_bulk_kernel<<<g_sms, 256, 0, st>>>((const char *)w.data, md == 1 ? db : std::min<uint64_t>(db, 8ull << 20));
+                    if (md == 1) pf_bulk_kernel<<<g_sms, 256, 0, st>>>((const char *)w.d, sb);
+                    CK(cudaGetLastError());
+                    spin_kernel<<<1, 32, 0, st>>>(200000); /* ~100 us: the prefetches land */
+                }
+                if (md == 3) CK(kc_matvec_q8(one, Y, 1, xq, 0, st));
+                CK(cudaEventRecord(e0, st));
+                CK(kc_matvec_q8(one, Y, 1, xq, 0, st));
+                CK(cudaEventRecord(e1, st));
+                CK(cudaEventSynchronize(e1));
+                float ms = 0;
+                CK(cudaEventElapsedTime(&ms, e0, e1));
+                t.push_back(1e3 * ms);
+            }
+            std::sort(t.begin(), t.end());
+            printf("l2\t%dx%d_%s\t-\t-\t%.2f\t%.0f\t%llu\n", w.rows, w.cols, mode[md], t[NREP / 2], (db + sb) / t[NREP / 2] / 1e3,
+                   (unsigned long long)(db + sb));
+            cudaEventDestroy(e0);
+            cudaEventDestroy(e1);
+        }
+        cudaFree(w.data);
+        cudaFree(w.d);
+        cudaFree(y);
+    }
+    /* (2) the chain, with and without the run-ahead prefetcher */
+    {
+        const int D = 5120, N = PF_CHAIN;
+        std::vector<kc_mat> ws(N);
+        pf_plan plan;
+        memset(&plan, 0, sizeof plan);
+        uint64_t total = 0;
+        for (int i = 0; i < N; i++) {
+            kc_mat &w = ws[i];
+            memset(&w, 0, sizeof w);
+            w.type = GGML_Q4_0;
+            w.rows = D;
+            w.cols = D;
+            w.early = 1;
+            const uint64_t db = kc_mat_data_bytes(GGML_Q4_0, D, D), sb = kc_mat_scale_bytes(GGML_Q4_0, D, D);
+            CK(cudaMalloc(&w.data, db));
+            CK(cudaMalloc((void **)&w.d, sb));
+            fill_bytes_kernel<<<1024, 256>>>((uint32_t *)w.data, db / 4, 300u + i);
+            fill_scales_kernel<<<1024, 256>>>(w.d, sb / 2, 400u + i);
+            plan.q[i] = (const char *)w.data;
+            plan.d[i] = (const char *)w.d;
+            plan.nq[i] = db;
+            plan.nd[i] = sb;
+            total += db + sb;
+        }
+        float *y;
+        unsigned int *prog;
+        CK(cudaMalloc(&y, D * 4));
+        CK(cudaMalloc(&prog, 4));
+        cudaStream_t st2;
+        CK(cudaStreamCreateWithFlags(&st2, cudaStreamNonBlocking));
+        cudaEvent_t go;
+        CK(cudaEventCreateWithFlags(&go, cudaEventDisableTiming));
+        CK(kc_quantize_q8(x, D, xq, st));
+        CK(cudaDeviceSynchronize());
+        const int saved = g_q8x_slots[0][5];
+        const char *mode[4] = {"none", "runahead_all", "runahead_first8MB", "none_grid-1"};
+        for (int md = 0; md < 4; md++) {
+            std::vector<double> t;
+            cudaEvent_t e0, e1;
+            CK(cudaEventCreate(&e0));
+            CK(cudaEventCreate(&e1));
+            /* the prefetcher's warp takes registers on one SM: the persistent grids leave it a block */
+            g_q8x_slots[0][5] = md == 0 ? saved : saved - 1;
+            for (int r = 0; r < NREP; r++) {
+                CK(kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st));
+                CK(cudaMemsetAsync(prog, 0, 4, st));
+                CK(cudaEventRecord(go, st));
+                if (md == 1 || md == 2) {
+                    CK(cudaStreamWaitEvent(st2, go, 0));
+                    runahead_kernel<<<1, 32, 0, st2>>>(plan, prog, N, md == 1 ? ~0ull : 8ull << 20);
+                    CK(cudaGetLastError());
+                }
+                kc_set_pdl(1);
+                CK(cudaEventRecord(e0, st));
+                for (int i = 0; i < N; i++) {
+                    const kc_mat *one[1] = {&ws[i]};
+                    float *Y[1] = {y};
+                    CK(kc_matvec_q8(one, Y, 1, xq, 0, st));
+                    CK(kc_quantize_q8(y, D, xq, st));
+                    kc_launch(mark_kernel, 1, 32, 0, st, prog, (unsigned)(i + 1));
+                    CK(cudaGetLastError());
+                }
+                CK(cudaEventRecord(e1, st));
+                kc_set_pdl(0);
+                CK(cudaEventSynchronize(e1));
+                CK(cudaStreamSynchronize(st2));
+                float ms = 0;
+                CK(cudaEventElapsedTime(&ms, e0, e1));
+                t.push_back(1e3 * ms);
+                CK(kc_quantize_q8(x, D, xq, st)); /* same input every rep */
+            }
+            std::sort(t.begin(), t.end());
+            printf("l2\tchain16x%dx%d_%s\t-\t-\t%.2f\t%.0f\t%llu\n", D, D, mode[md], t[NREP / 2], total / t[NREP / 2] / 1e3,
+                   (unsigned long long)total);
+            cudaEventDestroy(e0);
+            cudaEventDestroy(e1);
+        }
+        g_q8x_slots[0][5] = saved;
+        for (int i = 0; i < N; i++) {
+            cudaFree(ws[i].data);
+            cudaFree(ws[i].d);
+        }
+        cudaFree(y);
+        cudaFree(prog);
+        cudaStreamDestroy(st2);
+        cudaEventDestroy(go);
+    }
+    cudaFree(flush);
+    cudaFree(sink);
+    fflush(stdout);
     return 0;
 }
 
@@ -298,27 +647,16 @@ int main(int argc, char **argv)
             probe.q8kind = 0;
             if (kc_q8_stationary(&probe)) {
                 g_q8kind = 0;
-                for (int pdl = 0; pdl <= 1; pdl++) {
-                    kc_set_pdl(pdl);
-                    if (time_variant(s, &M, launch_q8, 1, 1, x, xq, y0, y1, st, &us)) return 1;
-                    printf("%s\tq8_xstationary_pdl%d\t1\t-\t%.2f\t%.0f\t%llu\n", s->name, pdl, us, M.bytes / us / 1e3,
-                           (unsigned long long)M.bytes);
-                }
-                kc_set_pdl(0);
-                shape s0 = *s;
-                s0.accumulate = 0;
-                CK(launch_q8(&s0, &M, 0, 1, 1, x, xq, y0, y1, st));
-                CK(cudaStreamSynchronize(st));
-                std::vector<float> a(rows_out), b(rows_out);
-                CK(cudaMemcpy(a.data(), ref, rows_out * 4, cudaMemcpyDeviceToHost));
-                CK(cudaMemcpy(b.data(), y0, s->rows0 * 4, cudaMemcpyDeviceToHost));
-                if (s->rows1 && !s->swiglu) CK(cudaMemcpy(b.data() + s->rows0, y1, s->rows1 * 4, cudaMemcpyDeviceToHost));
-                if (memcmp(a.data(), b.data(), rows_out * 4)) {
-                    printf("# MISMATCH %s x-stationary vs R=1 U=1\n", s->name);
-                    fails++;
-                }
+                if (time_and_check(s, &M, "q8_xstationary", x, xq, y0, y1, ref, rows_out, st, &fails)) return 1;
                 g_q8kind = 1;
             }
+        }
+        /* x in shared memory, all of a row's loads in flight (q8wide=xs, first row before the PDL
+         * wait), for the shapes too wide for x in registers; bit-identical to R=1 U=1 */
+        if (!s->swiglu && !s->rows1 && s->cols / 32 <= 32 * 17 && (s->cols > 6144 || s->rows0 > 65536)) {
+            g_q8wide = 3;
+            if (time_and_check(s, &M, "q8_xs", x, xq, y0, y1, ref, rows_out, st, &fails)) return 1;
+            g_q8wide = 0;
         }
         for (int c = 0; c < M.ncopy; c++) {
             cudaFree(M.a[c].data);
@@ -330,6 +668,8 @@ int main(int argc, char **argv)
         }
         fflush(stdout);
     }
+    if ((!only || !strcmp(only, "ffn")) && bench_ffn(x, xq, st, &fails)) return 1;
+    if (only && !strcmp(only, "l2") && bench_l2(x, xq, st)) return 1; /* on request only: ~40 s */
     printf("# %s\n", fails ? "FAIL: q8 variants disagree" : "q8 variants bit-identical");
     return fails ? 1 : 0;
 }

@@ -5,7 +5,10 @@
  * whole step on the GPU; logits leave the device only when asked for.
  *
  * Options (comma-separated key=value): device=N, graph=0|1 (default 1),
- * profile=0|1, ctx=N (KV positions, default min(context_length, 4096)),
+ * profile=0|1|trace (per-kernel time: 1 CUDA events around each launch with graph and PDL off;
+ * trace: each kernel's time on the critical path of the real step, graph and PDL as configured,
+ * from device timestamps at each kernel's dependency wait; one traced engine per process),
+ * ctx=N (KV positions, default min(context_length, 4096)),
  * vram_limit=BYTES (allocator refuses beyond it: tests out-of-memory),
  * delta=auto|generic|reg, gemv=reg|pipe (q4_0 GEMV: register prefetch (default) or cp.async),
  * gemv_rpw=0|1|2|4 (rows per warp of the q4_0 GEMVs, 0 = by rows; for A/B),
@@ -17,7 +20,9 @@
  * columns: activation blocks held in registers by a persistent grid (default), or the streaming kernel),
  * q8wide=stream|nc|smem (q8 GEMVs too wide or tall for xs: the streaming kernel (default), the same
  * with x read through the read-only path (A/B only: not PDL-safe), or a persistent grid with x in
- * shared memory), gemv_early=0|1 (x-stationary q8 GEMVs load their first row of weights before
+ * shared memory, or (xs) the same with all of a row's loads in flight), ffn=split|fused (dot=q8: the
+ * FFN as SwiGLU, quantize and down launches, or one persistent launch with grid barriers, for the
+ * 2B/9B/27B widths), gemv_early=0|1 (x-stationary q8 GEMVs load their first row of weights before
  * waiting on the previous kernel, default 1), pf_next=MB (0..64: each q8 GEMV L2-prefetches the first MB megabytes of the next GEMV's weights
  * as its warps start their last row; 0 = off),
  * threads=N (accepted for suite compatibility, unused).
@@ -43,6 +48,7 @@ extern "C" {
 #define KC_VERSION "0.1.0"
 #define Q8WIDE_DEFAULT 0 /* option q8wide: the streaming kernel; smem measured slower, nc equal (PERF-NOTES v12) */
 #define PF_NEXT_MB_DEFAULT 0 /* option pf_next: off, every size measured slower (PERF-NOTES v12 row 2) */
+#define FFN_FUSED_DEFAULT 0 /* option ffn: split until measured (PERF-NOTES v13) */
 #define GEMV_EARLY_DEFAULT 1 /* option gemv_early: on, ab 0.9755 against off (PERF-NOTES v12 row 6) */
 
 #define MAT_TYPES ((1u << GGML_TYPE_F32) | (1u << GGML_TYPE_F16) | (1u << GGML_TYPE_BF16) | \
@@ -66,7 +72,7 @@ struct kestrel_engine {
 
 typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
-    int pf_next_mb, q8wide, gemv_early;
+    int pf_next_mb, q8wide, gemv_early, ffn_fused;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -108,6 +114,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->pf_next_mb = PF_NEXT_MB_DEFAULT;
     o->q8wide = Q8WIDE_DEFAULT;
     o->gemv_early = GEMV_EARLY_DEFAULT;
+    o->ffn_fused = FFN_FUSED_DEFAULT;
     o->q8kind = 0;
     o->gemv_unroll = 0;
     o->vram_limit = 0;
@@ -158,8 +165,22 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
             if (!strcmp(val, "stream")) o->q8wide = 0;
             else if (!strcmp(val, "nc")) o->q8wide = 1;
             else if (!strcmp(val, "smem")) o->q8wide = 2;
+            else if (!strcmp(val, "xs")) o->q8wide = 3;
             else {
-                fmt_err(err, err_len, "options: q8wide=%s: expected stream, nc or smem", val);
+                fmt_err(err, err_len, "options: q8wide=%s: expected stream, nc, smem or xs", val);
+                goto cleanup;
+            }
+            continue;
+        }
+        if (!strcmp(kv, "profile") && !strcmp(val, "trace")) {
+            o->profile = 2;
+            continue;
+        }
+        if (!strcmp(kv, "ffn")) {
+            if (!strcmp(val, "split")) o->ffn_fused = 0;
+            else if (!strcmp(val, "fused")) o->ffn_fused = 1;
+            else {
+                fmt_err(err, err_len, "options: ffn=%s: expected split or fused", val);
                 goto cleanup;
             }
             continue;
@@ -190,8 +211,8 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "gemv_unroll") && (v == 0 || v == 1 || v == 2 || v == 4)) o->gemv_unroll = (int)v;
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
-            fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream, q8wide=stream|nc|smem, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+            fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream, q8wide=stream|nc|smem|xs, ffn=split|fused, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -478,6 +499,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->pf_bytes = (size_t)o.pf_next_mb << 20;
     e->m->q8wide = o.q8wide;
     e->m->gemv_early = o.gemv_early;
+    e->m->ffn_fused = o.ffn_fused;
     e->m->q8kind = o.q8kind;
     e->m->gemv_unroll = o.gemv_unroll;
     if (gguf_open(model_path, &f, err, err_len)) goto cleanup;

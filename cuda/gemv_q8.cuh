@@ -424,6 +424,14 @@ __device__ __forceinline__ int q8_job_mat(const q8_job &job, int gg)
     return mi;
 }
 
+/* the weights of the job's row gg (one row per warp step) into w, dw (q8x_load_w) */
+template <int NBL>
+__device__ __forceinline__ void q8_job_load_row(const q8_job &job, int gg, int nb, uint4 (&w)[NBL], float (&dw)[NBL])
+{
+    const int mi = q8_job_mat(job, gg), r = gg - job.gstart[mi];
+    q8x_load_w<NBL>((const uint4 *)job.W[mi].data + (size_t)r * nb, job.W[mi].d + (size_t)r * nb, nb, w, dw);
+}
+
 /* the q8_job matrices (rows concatenated, one row per warp step, R = 1), x stationary.
  * job.early (option gemv_early): the warp's first row of weights is loaded BEFORE kc_pdl_begin —
  * weights never change during the run, so this is the one thing a kernel may read while its
@@ -438,10 +446,7 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8x_kernel(const q8_job
     const bool early = job.early && w0 < total;
     uint4 w[NBL];
     float dw[NBL];
-    if (early) {
-        const int mi = q8_job_mat(job, w0), r = w0 - job.gstart[mi];
-        q8x_load_w<NBL>((const uint4 *)job.W[mi].data + (size_t)r * nb, job.W[mi].d + (size_t)r * nb, nb, w, dw);
-    }
+    if (early) q8_job_load_row<NBL>(job, w0, nb, w, dw);
     kc_pdl_begin();
     int4 xa[NBL], xb[NBL];
     float xd[NBL];
@@ -494,6 +499,183 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_swiglu_q8x_kernel(const
         const float g = q8x_dot<NBL>(wg, dg, nb, xa, xb, xd, xs);
         const float u = q8x_dot<NBL>(wu, du, nb, xa, xb, xd, xs);
         if (lane == 0) y[r] = g / (1.0f + expf(-g)) * u;
+    }
+}
+
+/* ---- x in shared memory, all of a row's loads in flight (q8wide=xs; the fused FFN's down phase) ----
+ * For matrices too wide for x in registers (the 17408-wide down projection: 17 blocks per lane would
+ * take 170 registers of x): each block copies x once into shared memory, and each warp issues ALL
+ * NBL 16-byte loads of a row before the first is used, as the x-stationary kernel does. Why: the
+ * streaming kernel (U = 1) keeps one block per lane in flight — 512 bytes per warp, ~2 MB on the
+ * whole device, below the ~7 MB that 4.4 TB/s x ~1.5 us of loaded latency needs (bench_gemv: the
+ * down projection at 2.85 TB/s where the x-stationary gate/up reach 3.7); v12's q8wide=smem copied
+ * x to shared memory but kept the streaming loop, and lost. Per row the arithmetic and its order
+ * are q4q8_rows' (lane-strided blocks, then warp_sum): bit-identical to the other q8 kernels. */
+template <int NBL>
+__device__ __forceinline__ float q8xs_dot(const uint4 (&w)[NBL], const float (&dw)[NBL], int nb,
+                                          const kc_q8blk *xs /* (nb,) in shared memory */)
+{
+    const int lane = threadIdx.x & 31;
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NBL; k++) {
+        const int b = lane + 32 * k;
+        if (b < nb) {
+            const int4 *xv = (const int4 *)(xs + b);
+            const int4 xa = xv[0], xb = xv[1], xe = xv[2];
+            const int c = q4q8_block_dot(w[k], xa, xb, xe.y);
+            const float sc = dw[k] * __int_as_float(xe.x);
+            acc = acc + sc * (float)c;
+        }
+    }
+    return warp_sum(acc);
+}
+
+/* xs (nb, 3 int4) = xq (nb,) by the whole block with loads that bypass L1 (xq is a predecessor's
+ * output, or this grid's, written before a grid barrier: see q8x_load_x), then a block barrier */
+__device__ __forceinline__ void q8_copy_x_smem(const kc_q8blk *xq, int nb, int4 *xs)
+{
+    for (int i = threadIdx.x; i < nb * 3; i += blockDim.x) xs[i] = __ldcg((const int4 *)xq + i);
+    __syncthreads();
+}
+
+/* the q8_job matrices, one row per warp step on a persistent grid (2 blocks per SM: <= 128
+ * registers), x in dynamic shared memory ((cols/32) * 48 bytes); job.early as matvec_q8x_kernel.
+ * job.pf is not carried out (an option measured slower, v12). */
+template <int NBL>
+__global__ void __launch_bounds__(32 * Q8M_WARPS, 2) matvec_q8xs_kernel(const q8_job job, const kc_q8blk *__restrict__ xq)
+{
+    extern __shared__ int4 xsm[]; /* (nb, 3): the kc_q8blk blocks of x */
+    const int lane = threadIdx.x & 31, nb = job.W[0].cols / 32;
+    const int total = job.gstart[job.n], stride = gridDim.x * Q8M_WARPS, w0 = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5);
+    const bool early = job.early && w0 < total;
+    uint4 w[NBL];
+    float dw[NBL];
+    if (early) q8_job_load_row<NBL>(job, w0, nb, w, dw);
+    kc_pdl_begin();
+    q8_copy_x_smem(xq, nb, xsm);
+    for (int gg = w0; gg < total; gg += stride) {
+        const int mi = q8_job_mat(job, gg);
+        const kc_mat &W = job.W[mi];
+        const int r = gg - job.gstart[mi];
+        if (!early || gg != w0)
+            q8x_load_w<NBL>((const uint4 *)W.data + (size_t)r * nb, W.d + (size_t)r * nb, nb, w, dw);
+        const float s = q8xs_dot<NBL>(w, dw, nb, (const kc_q8blk *)xsm);
+        if (lane == 0) {
+            float *y = job.y[mi];
+            y[r] = job.accumulate ? y[r] + s : s;
+        }
+    }
+}
+
+/* ---- the fused FFN (option ffn=fused): normed x -> SwiGLU -> quantise -> down + residual, ONE launch ----
+ * Why (cuda/PERF-NOTES.md v13): the FFN is 150 of the 27B's ~217 MB per GDN layer, and as three
+ * launches (SwiGLU, quantize_q8, down) it pays two dependent kernel boundaries and the down
+ * projection's ramp (~50 us where its bytes need 34). Here a persistent grid (every block resident:
+ * the grid is the occupancy, and the next kernel may launch only after the last grid barrier) runs
+ * the phases with grid barriers between them, and each warp loads its first row of the down
+ * projection BEFORE the first barrier: weights never change, so HBM keeps streaming through the
+ * barriers and the quantisation.
+ * Phases: (1) ff = silu(G.x) * (U.x), matvec_swiglu_q8x_kernel's per-row arithmetic; barrier;
+ * (2) ffq = quantize_q8(ff), one warp per block of 32 (q8_quantize_warp, as quantize_q8_kernel);
+ * barrier; (3) y += Dn . ffq with ffq in shared memory, as matvec_q8xs_kernel. So the result is
+ * bit-identical to the three launches. */
+typedef struct kc_ffn_job {
+    kc_mat G, Up, Dn;   /* gate, up (F, D); down (D, F) */
+    const kc_q8blk *xq; /* (D/32,) the normed input, quantised (rmsnorm_q8) */
+    float *ff;          /* (F,) SwiGLU output */
+    kc_q8blk *ffq;      /* (F/32,) ff quantised */
+    float *y;           /* (D,) residual stream: y += Dn . ffq */
+    unsigned int *bar;  /* (2,) grid barrier: arrivals, generation (zero before the first use) */
+} kc_ffn_job;
+
+/* All blocks of the grid (all resident) meet here; writes before it are visible after it to loads
+ * that bypass L1 (__ldcg). bar[0] counts arrivals; the last block re-arms it, then bumps the
+ * generation bar[1] that the others wait on: no reset between launches or grid sizes. */
+__device__ __forceinline__ void kc_grid_barrier(unsigned int *bar)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int gen, now;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + 1) : "memory");
+        __threadfence(); /* the block's writes before its arrival */
+        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+            atomicExch(bar, 0u);
+            __threadfence();
+            atomicAdd(bar + 1, 1u);
+        } else {
+            do {
+                __nanosleep(32);
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(bar + 1) : "memory");
+            } while (now == gen);
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
+/* The two halves of kc_pdl_begin. A grid with barriers lets the next kernel launch only after its
+ * last barrier: that kernel's blocks, resident and waiting, could take the slots that blocks of
+ * this grid still need to reach a barrier. */
+__device__ __forceinline__ void kc_pdl_trigger(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void kc_pdl_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+template <int NBL1, int NBL2>
+__global__ void __launch_bounds__(32 * Q8M_WARPS, 2) ffn_q8_kernel(const kc_ffn_job job)
+{
+    extern __shared__ int4 xsm[]; /* (F/32, 3): ffq */
+    const int lane = threadIdx.x & 31;
+    const int w0 = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5), stride = gridDim.x * Q8M_WARPS;
+    const kc_mat &G = job.G, &Up = job.Up, &Dn = job.Dn;
+    const int nb1 = G.cols / 32, F = G.rows, nb2 = Dn.cols / 32, D = Dn.rows;
+    { /* (1) SwiGLU, x stationary */
+        const bool early = G.early && w0 < F;
+        uint4 wg[NBL1], wu[NBL1];
+        float dg[NBL1], du[NBL1];
+        if (early) {
+            q8x_load_w<NBL1>((const uint4 *)G.data + (size_t)w0 * nb1, G.d + (size_t)w0 * nb1, nb1, wg, dg);
+            q8x_load_w<NBL1>((const uint4 *)Up.data + (size_t)w0 * nb1, Up.d + (size_t)w0 * nb1, nb1, wu, du);
+        }
+        kc_pdl_wait();
+        kc_trace_mark();
+        int4 xa[NBL1], xb[NBL1];
+        float xd[NBL1];
+        int xs[NBL1];
+        q8x_load_x<NBL1>(job.xq, nb1, xa, xb, xd, xs);
+        for (int r = w0; r < F; r += stride) {
+            if (!early || r != w0) {
+                q8x_load_w<NBL1>((const uint4 *)G.data + (size_t)r * nb1, G.d + (size_t)r * nb1, nb1, wg, dg);
+                q8x_load_w<NBL1>((const uint4 *)Up.data + (size_t)r * nb1, Up.d + (size_t)r * nb1, nb1, wu, du);
+            }
+            const float g = q8x_dot<NBL1>(wg, dg, nb1, xa, xb, xd, xs);
+            const float u = q8x_dot<NBL1>(wu, du, nb1, xa, xb, xd, xs);
+            if (lane == 0) job.ff[r] = g / (1.0f + expf(-g)) * u;
+        }
+    }
+    /* the warp's first down row: in flight through both barriers and the quantisation */
+    uint4 w[NBL2];
+    float dw[NBL2];
+    if (w0 < D) q8x_load_w<NBL2>((const uint4 *)Dn.data + (size_t)w0 * nb2, Dn.d + (size_t)w0 * nb2, nb2, w, dw);
+    kc_grid_barrier(job.bar);
+    for (int b = w0; b < nb2; b += stride) /* (2) one warp per block of 32 */
+        q8_quantize_warp(__ldcg(job.ff + (size_t)b * 32 + lane), job.ffq + b);
+    kc_grid_barrier(job.bar);
+    kc_pdl_trigger();
+    q8_copy_x_smem(job.ffq, nb2, xsm);
+    for (int r = w0; r < D; r += stride) { /* (3) down + residual */
+        if (r != w0) q8x_load_w<NBL2>((const uint4 *)Dn.data + (size_t)r * nb2, Dn.d + (size_t)r * nb2, nb2, w, dw);
+        const float s = q8xs_dot<NBL2>(w, dw, nb2, (const kc_q8blk *)xsm);
+        if (lane == 0) job.y[r] = job.y[r] + s;
     }
 }
 

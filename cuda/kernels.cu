@@ -23,6 +23,27 @@
 static __thread int g_pdl; /* kc_set_pdl */
 void kc_set_pdl(int on) { g_pdl = on; }
 
+static __thread int *g_log, g_log_cap, *g_log_len, g_log_name; /* kc_set_launch_log */
+void kc_set_launch_log(int *log, int cap, int *len)
+{
+    g_log = log;
+    g_log_cap = cap;
+    g_log_len = len;
+}
+void kc_set_launch_name(int name) { g_log_name = name; }
+
+#ifdef KC_TRACE
+int kc_trace_supported(void) { return 1; }
+cudaError_t kc_set_trace(const kc_trace *tr) { return cudaMemcpyToSymbol(g_kc_trace, tr, sizeof *tr); }
+#else
+int kc_trace_supported(void) { return 0; }
+cudaError_t kc_set_trace(const kc_trace *tr)
+{
+    (void)tr;
+    return cudaErrorNotSupported;
+}
+#endif
+
 /* Launch a kernel of the decode step (every one starts with kc_pdl_begin): with the PDL
  * attribute when kc_set_pdl(1). */
 template <typename... P, typename... A>
@@ -38,6 +59,10 @@ static void kc_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, 
     cfg.stream = st;
     cfg.attrs = at;
     cfg.numAttrs = g_pdl ? 1 : 0;
+    if (g_log) {
+        if (*g_log_len < g_log_cap) g_log[*g_log_len] = g_log_name;
+        ++*g_log_len;
+    }
     (void)cudaLaunchKernelEx(&cfg, kernel, args...); /* the launcher returns cudaGetLastError() */
 }
 
@@ -716,6 +741,47 @@ static int q8x_nbl(const kc_mat *W)
 
 int kc_q8_stationary(const kc_mat *W) { return q8x_nbl(W) > 0; }
 
+/* matvec_q8xs_kernel (q8wide=xs): the instantiated blocks per lane, the smallest that covers nb
+ * blocks (extra ones predicated off), 0 when none does: cols <= 17408 (NBL 24 spilled) */
+#define Q8XS_NBLS 3
+static const int g_q8xs_nbl[Q8XS_NBLS] = {6, 12, 17};
+static int q8xs_nbl(int nb)
+{
+    for (int i = 0; i < Q8XS_NBLS; i++)
+        if (nb <= 32 * g_q8xs_nbl[i]) return g_q8xs_nbl[i];
+    return 0;
+}
+#define Q8XS_DISPATCH(KERNEL, nbl, grid, smem, st, ...)                                            \
+    do {                                                                                          \
+        switch (nbl) {                                                                            \
+        case 6: kc_launch(KERNEL<6>, grid, 32 * Q8M_WARPS, smem, st, __VA_ARGS__); break;         \
+        case 12: kc_launch(KERNEL<12>, grid, 32 * Q8M_WARPS, smem, st, __VA_ARGS__); break;       \
+        default: kc_launch(KERNEL<17>, grid, 32 * Q8M_WARPS, smem, st, __VA_ARGS__); break;       \
+        }                                                                                         \
+    } while (0)
+
+/* blocks of `kernel` (256 threads, smem bytes) resident on the whole device, 0 on error */
+template <typename K>
+static int resident_blocks(K kernel, size_t smem)
+{
+    int dev = 0, sms = 0, a = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, kernel, 32 * Q8M_WARPS, smem) != cudaSuccess)
+        return 0;
+    return sms * a;
+}
+
+/* persistent grid of matvec_q8xs_kernel<nbl>: its resident blocks, at most one per 8 rows */
+static int q8xs_grid(int nbl, size_t smem, int rows)
+{
+    const int slots = nbl == 6    ? resident_blocks(matvec_q8xs_kernel<6>, smem)
+                      : nbl == 12 ? resident_blocks(matvec_q8xs_kernel<12>, smem)
+                                  : resident_blocks(matvec_q8xs_kernel<17>, smem);
+    const int need = (rows + Q8M_WARPS - 1) / Q8M_WARPS;
+    return slots > 0 && slots < need ? slots : need;
+}
+
 cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const kc_q8blk *xq, int accumulate,
                          cudaStream_t st)
 {
@@ -744,6 +810,13 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
         return cudaGetLastError();
     }
     const size_t xsmem = (size_t)(W[0]->cols / 32) * sizeof(kc_q8blk);
+    const int xsnbl = q8xs_nbl(W[0]->cols / 32);
+    if (W[0]->q8wide == 3 && xsnbl) { /* x in shared memory, all of a row's loads in flight */
+        for (int i = 0; i < n; i++) job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
+        for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
+        Q8XS_DISPATCH(matvec_q8xs_kernel, xsnbl, q8xs_grid(xsnbl, xsmem, job.gstart[n]), xsmem, st, job, xq);
+        return cudaGetLastError();
+    }
     if (W[0]->q8wide == 2 && xsmem <= 48 * 1024) { /* persistent, x in shared memory */
         const int grid = q8s_grid(R, U, xsmem, job.gstart[n]);
         if (R == 4) Q8_DISPATCH_US(matvec_q8s_kernel, 4, U, grid, xsmem, st, job, xq);
@@ -780,6 +853,52 @@ cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk
     const int grid = ((G->rows + P - 1) / P + Q8M_WARPS - 1) / Q8M_WARPS;
     if (P == 2) Q8_DISPATCH_U(matvec_swiglu_q8_kernel, 2, UN, grid, st, *G, *U, xq, y, yq, cnt);
     else Q8_DISPATCH_U(matvec_swiglu_q8_kernel, 1, UN, grid, st, *G, *U, xq, y, yq, cnt);
+    return cudaGetLastError();
+}
+
+/* ---- the fused FFN (ffn_q8_kernel): the (blocks per lane of x, of ff) pairs instantiated: the
+ * 2B, 9B and 27B shapes (D, n_ff) = (2048, 6144), (4096, 12288), (5120, 17408) ---- */
+static int ffn_variant(const kc_mat *G, const kc_mat *Dn)
+{
+    const int nbl1 = (G->cols / 32 + 31) / 32, nbl2 = (Dn->cols / 32 + 31) / 32;
+    if (nbl1 == 2 && nbl2 == 6) return 0;
+    if (nbl1 == 4 && nbl2 == 12) return 1;
+    if (nbl1 == 5 && nbl2 == 17) return 2;
+    return -1;
+}
+
+int kc_ffn_q8_supported(const kc_mat *G, const kc_mat *U, const kc_mat *Dn)
+{
+    return G->type == GGML_Q4_0 && U->type == GGML_Q4_0 && Dn->type == GGML_Q4_0 && !G->layout && !U->layout &&
+           !Dn->layout && G->rows == U->rows && G->cols == U->cols && Dn->cols == G->rows && Dn->rows == G->cols &&
+           G->rows % 32 == 0 && ffn_variant(G, Dn) >= 0;
+}
+
+static int g_ffn_slots[3]; /* resident blocks of each variant, 0 = not queried yet */
+
+cudaError_t kc_ffn_q8(const kc_mat *G, const kc_mat *U, const kc_mat *Dn, const kc_q8blk *xq, float *ff,
+                      kc_q8blk *ffq, float *y, unsigned int *bar, cudaStream_t st)
+{
+    if (!kc_ffn_q8_supported(G, U, Dn) || !bar) return cudaErrorInvalidValue;
+    const int v = ffn_variant(G, Dn);
+    const size_t smem = (size_t)(Dn->cols / 32) * sizeof(kc_q8blk);
+    if (!g_ffn_slots[v]) /* before a capture: the engine's first step runs uncaptured */
+        g_ffn_slots[v] = v == 0   ? resident_blocks(ffn_q8_kernel<2, 6>, smem)
+                         : v == 1 ? resident_blocks(ffn_q8_kernel<4, 12>, smem)
+                                  : resident_blocks(ffn_q8_kernel<5, 17>, smem);
+    if (g_ffn_slots[v] <= 0) return cudaErrorInvalidConfiguration; /* the grid barriers need every block resident */
+    kc_ffn_job job;
+    job.G = *G;
+    job.Up = *U;
+    job.Dn = *Dn;
+    job.xq = xq;
+    job.ff = ff;
+    job.ffq = ffq;
+    job.y = y;
+    job.bar = bar;
+    if (v == 0) kc_launch(ffn_q8_kernel<2, 6>, g_ffn_slots[v], 32 * Q8M_WARPS, smem, st, job);
+    else if (v == 1) kc_launch(ffn_q8_kernel<4, 12>, g_ffn_slots[v], 32 * Q8M_WARPS, smem, st, job);
+    else kc_launch(ffn_q8_kernel<5, 17>, g_ffn_slots[v], 32 * Q8M_WARPS, smem, st, job);
     return cudaGetLastError();
 }
 
@@ -1412,20 +1531,41 @@ __global__ void attention_split_kernel(const float *__restrict__ q, const float 
     __syncthreads();
     if (!last) return;
     __threadfence();
-    const int nsu = (n + c - 1) / c; /* splits that held positions */
+    /* The merge. Every partial is loaded before any is used (lane s of warp 0 holds split s's max
+     * and sum; each thread all nsu values of its d): one L2 round trip each, where loops over the
+     * splits waited on one load per iteration (v13: 11.5 us per layer at ctx 1 under profile=trace).
+     * Same operations in the same order as those loops: M (exact max), L summed serially over s,
+     * acc over s: the same bits. */
+    __shared__ float lsum[ATTN_MAX_SPLITS], inv_sh;
+    const int nsu = (n + c - 1) / c; /* splits that held positions, <= ns <= ATTN_MAX_SPLITS */
     const float *ph = part + (size_t)h * ns * (hd + 2);
-    float M = -INFINITY, L = 0.0f;
-    for (int s = 0; s < nsu; s++) M = fmaxf(M, __ldcg(ph + (size_t)s * (hd + 2)));
-    for (int s = 0; s < nsu; s++) {
-        const float w = expf(__ldcg(ph + (size_t)s * (hd + 2)) - M);
-        L += w * __ldcg(ph + (size_t)s * (hd + 2) + 1);
-        if (threadIdx.x == 0) ws[s] = w;
+    if (wid == 0) {
+        const float ms = lane < nsu ? __ldcg(ph + (size_t)lane * (hd + 2)) : -INFINITY;
+        const float ls = lane < nsu ? __ldcg(ph + (size_t)lane * (hd + 2) + 1) : 0.0f;
+        float M = ms;
+#pragma unroll
+        for (int off = 16; off; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+        if (lane < nsu) {
+            ws[lane] = expf(ms - M);
+            lsum[lane] = ls;
+        }
+        __syncwarp();
+        if (lane == 0) {
+            float L = 0.0f;
+            for (int s = 0; s < nsu; s++) L += ws[s] * lsum[s];
+            inv_sh = 1.0f / L;
+        }
     }
     __syncthreads();
-    const float inv = 1.0f / L;
+    const float inv = inv_sh;
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
+        float pv[ATTN_MAX_SPLITS];
+#pragma unroll
+        for (int s = 0; s < ATTN_MAX_SPLITS; s++) pv[s] = s < nsu ? __ldcg(ph + (size_t)s * (hd + 2) + 2 + d) : 0.0f;
         float acc = 0.0f;
-        for (int s = 0; s < nsu; s++) acc += ws[s] * __ldcg(ph + (size_t)s * (hd + 2) + 2 + d);
+#pragma unroll
+        for (int s = 0; s < ATTN_MAX_SPLITS; s++)
+            if (s < nsu) acc += ws[s] * pv[s];
         const float gv = gate[(size_t)h * gs + d];
         const float o = acc * inv * (1.0f / (1.0f + expf(-gv)));
         out[(size_t)h * hd + d] = o;

@@ -54,7 +54,8 @@ typedef struct kc_mat {
     int32_t early; /* q4_0 x q8 x-stationary GEMV: first row's weights loaded before the PDL wait (option gemv_early) */
     int32_t q8wide; /* q4_0 x q8 GEMV of the matrices that stream (q8kind 1 or not x-stationary): 0 the
                      * streaming kernel, 1 the same with x via the read-only path (A/B only: not PDL-safe),
-                     * 2 persistent grid with x in shared memory (matvec_q8s_kernel) */
+                     * 2 persistent grid with x in shared memory (matvec_q8s_kernel), 3 the same with all of
+                     * a row's loads in flight (matvec_q8xs_kernel; cols <= 17408) */
 } kc_mat;
 
 /* Rows per warp the q4_0 layout-1 GEMV uses for this matrix (W->rpw, or by its row count;
@@ -70,15 +71,59 @@ cudaError_t kc_gemv_setup(void);
  * weights into L2, which do not depend on N). Thread-local: the engine sets it before each step. */
 void kc_set_pdl(int on);
 
+/* Step trace (engine option profile=trace, the library built with -DKC_TRACE:
+ * libkestrel-cuda-trace.so): every step kernel, as it passes its dependency wait (kc_pdl_begin),
+ * has thread 0 of block 0 append the device's global nanosecond timer to t (cap entries; *n counts
+ * the marks, beyond cap too). Kernels follow one another, so mark i is when kernel i could start its
+ * work, and mark i+1 - mark i is kernel i's time on the step's critical path — inside the CUDA
+ * graph, with PDL, as the step really runs (model.cu trace_collect). A separate build because even
+ * an untaken check per kernel cost the default step 1.8% (PERF-NOTES v13): the default library's
+ * kernels carry no trace code at all. */
+typedef struct kc_trace {
+    unsigned long long *t; /* (cap,) device */
+    unsigned int *n;       /* (1,) device */
+    unsigned int cap;
+} kc_trace;
+/* 1 when this library was built with the trace marks (-DKC_TRACE) */
+int kc_trace_supported(void);
+/* Sets the trace buffers of the kernels (cudaMemcpyToSymbol; not during a capture); t NULL: off.
+ * cudaErrorNotSupported without -DKC_TRACE. */
+cudaError_t kc_set_trace(const kc_trace *tr);
+/* Host side of the trace: while log != NULL, every kernel launch appends `name` (the caller's
+ * index for the op being launched, kc_set_launch_name) to log (cap entries, *len counts, beyond cap
+ * too), so that mark i can be named. Thread-local, as kc_set_pdl. */
+void kc_set_launch_log(int *log, int cap, int *len);
+void kc_set_launch_name(int name);
+
 #ifdef __CUDACC__
+#ifdef KC_TRACE
+static __device__ kc_trace g_kc_trace;
+
+__device__ __forceinline__ void kc_trace_mark(void)
+{
+    if ((blockIdx.x | blockIdx.y | blockIdx.z | threadIdx.x | threadIdx.y | threadIdx.z) == 0) {
+        const kc_trace tr = g_kc_trace;
+        if (tr.t) {
+            unsigned long long now;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+            const unsigned int i = atomicAdd(tr.n, 1u);
+            if (i < tr.cap) tr.t[i] = now;
+        }
+    }
+}
+#else
+__device__ __forceinline__ void kc_trace_mark(void) {}
+#endif
+
 /* Let the next kernel launch, then wait until the previous kernel has completed and its writes
- * are visible. No-op for a kernel launched without the PDL attribute. */
+ * are visible (no-op for a kernel launched without the PDL attribute); then the trace mark. */
 __device__ __forceinline__ void kc_pdl_begin(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+    kc_trace_mark();
 }
 #endif
 
@@ -149,6 +194,15 @@ int kc_q8_stationary(const kc_mat *W);
  * counters (rows/32,), zero before the first call (every call leaves them zero). */
 cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk *xq, float *y, kc_q8blk *yq,
                                 unsigned int *cnt, cudaStream_t st);
+/* The FFN of a layer in one launch (engine option ffn=fused; cuda/gemv_q8.cuh ffn_q8_kernel):
+ * ff (F,) = silu(G . x) * (U . x), ffq (F/32,) = quantize_q8(ff), y (D,) += Dn . ffq, x as xq (D/32,);
+ * G, U q4_0 layout 0 (F, D), Dn (D, F); bit-identical to kc_matvec_swiglu_q8, kc_quantize_q8 and
+ * kc_matvec_q8 (accumulate). A persistent grid with grid barriers: bar (2,) device counters, zero
+ * before the first call (every call leaves bar[0] zero). Only the (D, F) widths of
+ * kc_ffn_q8_supported (the 2B, 9B and 27B shapes). */
+int kc_ffn_q8_supported(const kc_mat *G, const kc_mat *U, const kc_mat *Dn);
+cudaError_t kc_ffn_q8(const kc_mat *G, const kc_mat *U, const kc_mat *Dn, const kc_q8blk *xq, float *ff,
+                      kc_q8blk *ffq, float *y, unsigned int *bar, cudaStream_t st);
 
 /* y (cols,) = row `*tok` of E (rows, cols) decoded to f32 (token embedding). tok: device (1,). */
 cudaError_t kc_embed(const kc_mat *E, const int32_t *tok, float *y, cudaStream_t st);

@@ -173,6 +173,7 @@ int kc_model_alloc_runtime(kc_model *m)
     ALLOC(m->argmax_scr, 1);
     ALLOC(m->ffcnt, d->n_ff / 32 + 1);
     ALLOC(m->xq2, d->n_ff / 32 + 1);
+    ALLOC(m->ffbar, 2);
     {
         int nq = d->n_embd > d->n_ff ? d->n_embd : d->n_ff;
         if (d->vh * d->vd > nq) nq = d->vh * d->vd;
@@ -182,7 +183,26 @@ int kc_model_alloc_runtime(kc_model *m)
     ALLOC(m->hcap, (size_t)d->n_layers * d->n_embd);
     ALLOC(m->ctl, 1);
     if (kc_model_reserve_tokens(m, 64)) goto cleanup;
-    if (m->prof) {
+    if (m->prof == 2) { /* profile=trace: the kernels' marks go to this model's buffers */
+        kc_trace tr;
+        if (!kc_trace_supported()) {
+            kc_set_err(m, "profile=trace needs the engine library built with the trace marks "
+                          "(libkestrel-cuda-trace.so, suite engine lib: cuda-trace); this one has none");
+            goto cleanup;
+        }
+        ALLOC(m->trace_t, KC_PROF_MAX_EVENTS);
+        ALLOC(m->trace_n, 1);
+        m->trace_h = (unsigned long long *)calloc(KC_PROF_MAX_EVENTS, sizeof *m->trace_h);
+        if (!m->trace_h) {
+            kc_set_err(m, "out of host memory");
+            goto cleanup;
+        }
+        tr.t = m->trace_t;
+        tr.n = m->trace_n;
+        tr.cap = KC_PROF_MAX_EVENTS;
+        KC_CK(m, kc_set_trace(&tr));
+        KC_CK(m, cudaDeviceSynchronize()); /* the symbol is set before any step is issued on m->st */
+    } else if (m->prof) {
         m->prof_ev = (cudaEvent_t *)calloc(2 * KC_PROF_MAX_EVENTS, sizeof *m->prof_ev);
         if (!m->prof_ev) {
             kc_set_err(m, "out of host memory");
@@ -246,6 +266,13 @@ void kc_model_free(kc_model *m)
         free(m->prof_ev);
     }
     if (m->st) cudaStreamSynchronize(m->st);
+    if (m->trace_t) { /* the kernels stop marking into buffers about to be freed */
+        kc_trace off;
+        memset(&off, 0, sizeof off);
+        (void)kc_set_trace(&off);
+        (void)cudaDeviceSynchronize();
+    }
+    free(m->trace_h);
     for (size_t i = 0; i < m->n_allocs; i++) cudaFree(m->allocs[i]);
     if (m->st) cudaStreamDestroy(m->st);
     (void)cudaGetLastError();
@@ -257,6 +284,26 @@ void kc_model_free(kc_model *m)
 
 /* ------------------------------------------------------------------ profiling */
 
+/* *ni = the profile's index of `name`, added when new */
+static int prof_name(kc_model *m, const char *name, int *ni)
+{
+    int rc = -1, i;
+    for (i = 0; i < m->prof_n_names; i++)
+        if (!strcmp(m->prof_names[i], name)) break;
+    if (i == m->prof_n_names) {
+        if (i == KC_PROF_MAX_NAMES) {
+            kc_set_err(m, "profile: more than %d kernel names", KC_PROF_MAX_NAMES);
+            goto cleanup;
+        }
+        snprintf(m->prof_names[i], sizeof m->prof_names[i], "%s", name);
+        m->prof_n_names++;
+    }
+    *ni = i;
+    rc = 0;
+cleanup:
+    return rc;
+}
+
 static int prof_begin(kc_model *m, const char *name, int *slot)
 {
     int rc = -1, ni;
@@ -265,16 +312,7 @@ static int prof_begin(kc_model *m, const char *name, int *slot)
         kc_set_err(m, "profile: more than %d launches in one step", KC_PROF_MAX_EVENTS);
         goto cleanup;
     }
-    for (ni = 0; ni < m->prof_n_names; ni++)
-        if (!strcmp(m->prof_names[ni], name)) break;
-    if (ni == m->prof_n_names) {
-        if (ni == KC_PROF_MAX_NAMES) {
-            kc_set_err(m, "profile: more than %d kernel names", KC_PROF_MAX_NAMES);
-            goto cleanup;
-        }
-        snprintf(m->prof_names[ni], sizeof m->prof_names[ni], "%s", name);
-        m->prof_n_names++;
-    }
+    if (prof_name(m, name, &ni)) goto cleanup;
     *slot = m->prof_ev_n++;
     m->prof_ev_name[*slot] = ni;
     KC_CK(m, cudaEventRecord(m->prof_ev[2 * *slot], m->st));
@@ -299,11 +337,41 @@ cleanup:
     return rc;
 }
 
-/* Launch `call` (a kc_* launcher) under `name`, timed when profiling. */
+/* profile=trace: after a step of kind wl (synchronised here), each kernel's time on the critical
+ * path, mark i+1 - mark i, booked under the name it was launched with; the step's last kernel
+ * (ctl_end, a single thread) has no next mark and is counted with no time. */
+static int trace_collect(kc_model *m, int wl)
+{
+    int rc = -1;
+    unsigned int n = 0;
+    KC_CK(m, cudaStreamSynchronize(m->st));
+    KC_CK(m, cudaMemcpy(&n, m->trace_n, sizeof n, cudaMemcpyDeviceToHost));
+    if ((int)n != m->trace_len[wl] || n > KC_PROF_MAX_EVENTS) {
+        kc_set_err(m, "profile=trace: %u kernel marks for %d launches in the step (at most %d)", n, m->trace_len[wl],
+                   KC_PROF_MAX_EVENTS);
+        goto cleanup;
+    }
+    KC_CK(m, cudaMemcpy(m->trace_h, m->trace_t, n * sizeof *m->trace_h, cudaMemcpyDeviceToHost));
+    for (unsigned int i = 0; i < n; i++) {
+        const int ni = m->trace_seq[wl][i];
+        if (i + 1 < n) m->prof_ms[ni] += (double)(m->trace_h[i + 1] - m->trace_h[i]) * 1e-6;
+        m->prof_calls[ni]++;
+    }
+    rc = 0;
+cleanup:
+    return rc;
+}
+
+/* Launch `call` (a kc_* launcher) under `name`, timed when profiling (profile=1: events around
+ * it; profile=trace: its kernels are logged under the name, kernels.cuh kc_trace). */
 #define RUN(name, call)                                                                           \
     do {                                                                                          \
-        int kc_slot_ = -1;                                                                        \
-        if (m->prof && prof_begin(m, (name), &kc_slot_)) goto cleanup;                            \
+        int kc_slot_ = -1, kc_ni_ = 0;                                                            \
+        if (m->prof == 1 && prof_begin(m, (name), &kc_slot_)) goto cleanup;                       \
+        if (m->prof == 2) {                                                                       \
+            if (prof_name(m, (name), &kc_ni_)) goto cleanup;                                      \
+            kc_set_launch_name(kc_ni_);                                                           \
+        }                                                                                         \
         KC_CK(m, call);                                                                           \
         if (kc_slot_ >= 0) KC_CK(m, cudaEventRecord(m->prof_ev[2 * kc_slot_ + 1], m->st));       \
     } while (0)
@@ -542,6 +610,12 @@ int kc_layer_step(kc_model *m, int l)
     }
     if (q8_ff) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->post_norm, m->xn, m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->post_norm, m->xn, D, 1, D, d->eps, st));
+    if (m->ffn_fused && q8_down && kc_q8_stationary(&L->ffn_gate) &&
+        kc_ffn_q8_supported(&L->ffn_gate, &L->ffn_up, &L->ffn_down)) { /* one persistent launch */
+        RUN("ffn_q8", kc_ffn_q8(&L->ffn_gate, &L->ffn_up, &L->ffn_down, m->xq, m->ff, m->xq2, m->x, m->ffbar, st));
+        rc = 0;
+        goto cleanup;
+    }
     /* dot=q8: the SwiGLU kernel also quantises its output for the down projection, into xq2 (its
      * input xq is still being read by other warps of the same launch) */
     if (gemv_swiglu(m, &L->ffn_gate, &L->ffn_up, m->xn, m->ff, q8_ff, q8_down ? m->xq2 : NULL,
@@ -640,18 +714,32 @@ cleanup:
 
 int kc_model_step(kc_model *m, int want_logits, int capture)
 {
-    int rc = -1;
+    int rc = -1, st_rc;
+    const int trace = m->prof == 2;
     want_logits = want_logits ? 1 : 0;
-    if (m->use_graph && !capture && !m->prof) {
-        if (!m->graph[want_logits] && capture_graph(m, want_logits)) goto cleanup;
+    if (trace) KC_CK(m, cudaMemsetAsync(m->trace_n, 0, sizeof *m->trace_n, m->st));
+    if (m->use_graph && !capture && m->prof != 1) {
+        if (!m->graph[want_logits]) { /* trace: the launch sequence of this step kind, logged at capture */
+            m->trace_len[want_logits] = 0;
+            if (trace) kc_set_launch_log(m->trace_seq[want_logits], KC_PROF_MAX_EVENTS, &m->trace_len[want_logits]);
+            st_rc = capture_graph(m, want_logits);
+            kc_set_launch_log(NULL, 0, NULL);
+            if (st_rc) goto cleanup;
+        }
         if (m->use_graph) {
             KC_CK(m, cudaGraphLaunch(m->graph[want_logits], m->st));
+            if (trace && trace_collect(m, want_logits)) goto cleanup;
             rc = 0;
             goto cleanup;
         }
     }
-    if (step_body(m, want_logits, capture)) goto cleanup;
-    if (m->prof && kc_prof_collect(m)) goto cleanup;
+    m->trace_len[want_logits] = 0;
+    if (trace) kc_set_launch_log(m->trace_seq[want_logits], KC_PROF_MAX_EVENTS, &m->trace_len[want_logits]);
+    st_rc = step_body(m, want_logits, capture);
+    kc_set_launch_log(NULL, 0, NULL);
+    if (st_rc) goto cleanup;
+    if (m->prof == 1 && kc_prof_collect(m)) goto cleanup;
+    if (trace && trace_collect(m, want_logits)) goto cleanup;
     rc = 0;
 cleanup:
     return rc;

@@ -85,6 +85,7 @@ typedef struct kc_model {
     int gemv_prefetch;        /* option gemv_prefetch: q8 GEMVs L2-prefetch their first weights (kc_mat.prefetch) */
     int q8wide;               /* option q8wide: kc_mat.q8wide */
     int gemv_early;           /* option gemv_early: kc_mat.early */
+    int ffn_fused;            /* option ffn=fused: the FFN of a layer as one kc_ffn_q8 launch */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */
@@ -109,6 +110,7 @@ typedef struct kc_model {
     unsigned int *attn_cnt;   /* (nh,) split-attention tickets */
     unsigned int *ffcnt;      /* (n_ff/32,) swiglu_q8's row-group counters (zero between steps) */
     kc_q8blk *xq2;            /* (n_ff/32,) the SwiGLU output quantised by swiglu_q8 itself */
+    unsigned int *ffbar;      /* (2,) kc_ffn_q8's grid barrier (zeroed at allocation) */
     kc_q8blk *xq;             /* (max(D, n_ff, vh*vd, nh*hd)/32,) the quantised GEMV input (dot=q8) */
     float *hcap;              /* (L, D) residual after each layer, written in capture mode */
     int32_t *tokens;          /* (tok_cap,) */
@@ -128,6 +130,13 @@ typedef struct kc_model {
     cudaEvent_t *prof_ev;     /* (2 * KC_PROF_MAX_EVENTS,) */
     int prof_ev_n;            /* events recorded in the current step */
     int prof_ev_name[KC_PROF_MAX_EVENTS];
+    /* profile=trace (prof == 2): kernel marks (kernels.cuh kc_trace) and the launch sequence of each
+     * step kind (graph [0] / [1]), so mark i is named trace_seq[want_logits][i] */
+    unsigned long long *trace_t; /* (KC_PROF_MAX_EVENTS,) device */
+    unsigned int *trace_n;       /* (1,) device */
+    unsigned long long *trace_h; /* (KC_PROF_MAX_EVENTS,) host */
+    int trace_seq[2][KC_PROF_MAX_EVENTS];
+    int trace_len[2];
     /* device allocations (freed by kc_model_free) */
     void **allocs;
     size_t n_allocs, cap_allocs;
@@ -170,7 +179,8 @@ void kc_model_free(kc_model *m);
 struct kestrel_engine;
 kc_model *kc_engine_model(struct kestrel_engine *e);
 
-/* Profiling: begin/end of one named launch; kc_prof_collect after a synchronised step. */
+/* Profiling: begin/end of one named launch; kc_prof_collect after a synchronised step (profile=1:
+ * CUDA events around each launch, graph and PDL off). */
 int kc_prof_collect(kc_model *m);
 
 #endif

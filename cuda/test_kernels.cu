@@ -411,8 +411,9 @@ static void test_q8(void)
         kc_pf pf; /* every other variant also prefetches "the next GEMV" (W[1], W[2]): results unchanged */
         const kc_mat *next2[2] = {&W[1], &W[2]};
         kc_prefetch_plan(&pf, next2, 2, 0, (size_t)64 << 20);
-        for (int kind = 0; kind < 4; kind++) /* x-stationary (where cols <= 6144), streaming with x
-                                                * coherent / read-only / in shared memory (q8wide 0, 1, 2) */
+        for (int kind = 0; kind < 5; kind++) /* x-stationary (where cols <= 6144), streaming with x
+                                                * coherent / read-only / in shared memory, and x in shared
+                                                * memory with a row's loads in flight (q8wide 0, 1, 2, 3) */
             for (int R = 1; R <= 4; R *= 2)
                 for (int U = 1; U <= 4; U *= 2) {
                     W[0].q8kind = kind > 0;
@@ -432,7 +433,7 @@ static void test_q8(void)
         W[0].q8kind = 0;
         W[0].q8wide = 0;
         W[0].early = 0;
-        ok(worst == 0, "bitexact matvec_q8 %dx%d, x-stationary%s (first row early and not) and streaming (x coherent, read-only, in shared memory) "
+        ok(worst == 0, "bitexact matvec_q8 %dx%d, x-stationary%s (first row early and not), streaming (x coherent, read-only, in shared memory) and xs "
            "R = 1, 2, 4 x U = 1, 2, 4 (U != 2 with "
            "a %d-range next-GEMV prefetch) vs CPU twin: worst %zu/%d unequal", rows, cols, kc_q8_stationary(&W[0]) ? "" : " (n/a: too wide)", pf.nr, worst,
            rows);
@@ -454,7 +455,7 @@ static void test_q8(void)
         {
             const kc_mat *three[3] = {&W[0], &W[1], &W[2]};
             size_t u = 0;
-            for (int kind = 0; kind < 4; kind++) {
+            for (int kind = 0; kind < 5; kind++) {
                 W[0].q8kind = kind > 0;
                 W[0].q8wide = kind > 0 ? kind - 1 : 0;
                 W[0].early = 1;
@@ -468,8 +469,8 @@ static void test_q8(void)
             W[0].q8kind = 0;
             W[0].q8wide = 0;
             W[0].early = 0;
-            ok(u == 0, "bitexact matvec_q8 of 3 matrices (%d, %d, 7 rows) x %d in one launch, x-stationary (early) and the 3 "
-               "streaming kinds, vs CPU twin: %zu unequal",
+            ok(u == 0, "bitexact matvec_q8 of 3 matrices (%d, %d, 7 rows) x %d in one launch, x-stationary (early) and the 4 "
+               "wide kinds, vs CPU twin: %zu unequal",
                rows, rows + 3, cols, u);
         }
         /* SwiGLU: gate W[0], up = first rows of W[1] (same height) */
@@ -1247,6 +1248,59 @@ cleanup:
     return rc;
 }
 
+static double wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* profile=trace (each kernel's time on the critical path, from device timestamps at its dependency
+ * wait) books the same kernels, with the same launch counts, as profile=1 (events around each
+ * launch), with graph on and off; the times add up to no more than the wall time of the
+ * synchronised steps, and to a plausible share of it. One traced engine at a time (the marks go
+ * to the process's one set of buffers). */
+static void test_trace(const char *file)
+{
+    kestrel_prof_entry p1[64], pt[64];
+    int32_t n1 = 0, nt = 0;
+    kestrel_info info;
+    kestrel_engine *e = eopen(file, "graph=0,profile=1");
+    if (!e) return;
+    api()->info(e, &info);
+    float *buf = hnew((size_t)NTOK * info.n_vocab);
+    const int r1 = run_logits(e, buf);
+    api()->profile(e, p1, 64, &n1);
+    api()->close(e);
+    for (int g = 1; g >= 0; g--) {
+        char opts[64];
+        snprintf(opts, sizeof opts, "graph=%d,profile=trace", g);
+        e = eopen(file, opts);
+        if (!e) break;
+        const double t0 = wall_ms();
+        const int rt = run_logits(e, buf);
+        const double wall = wall_ms() - t0;
+        api()->profile(e, pt, 64, &nt);
+        double sum = 0, gemv = 0;
+        int mism = 0;
+        for (int i = 0; i < nt; i++) {
+            sum += pt[i].total_ms;
+            if (strstr(pt[i].name, "matvec") && pt[i].total_ms > gemv) gemv = pt[i].total_ms;
+        }
+        for (int i = 0; i < n1; i++) {
+            int j = 0;
+            while (j < nt && strcmp(pt[j].name, p1[i].name)) j++;
+            mism += j == nt || pt[j].calls != p1[i].calls;
+        }
+        ok(!r1 && !rt && nt == n1 && mism == 0 && gemv > 0 && sum <= wall && sum >= 0.05 * wall,
+           "%s %s: %d kernel names (profile=1: %d), %d differ in name or launch count; traced %.3f ms of %.3f ms "
+           "wall (12 synchronised steps), the largest GEMV %.3f ms (%s)", file, opts, nt, n1, mism, sum, wall, gemv,
+           rt ? api()->last_error(e) : "ran");
+        api()->close(e);
+    }
+    free(buf);
+}
+
 static void test_engine(const char *file, const char *extra /* more options, "" or ",k=v" */)
 {
     char og[128], on[128], op[128];
@@ -1409,6 +1463,99 @@ static void test_engine_resources(void)
     free(lg);
 }
 
+/* The fused FFN (kc_ffn_q8, a persistent grid with grid barriers) against the three launches it
+ * replaces (x-stationary SwiGLU, quantize_q8, down accumulate), bit for bit, and each phase against
+ * its CPU twin given that phase's input; then twice back to back under PDL on a stream (the grid
+ * barrier re-arms itself; a second launch must not start its SwiGLU before the first's down is
+ * done), and a width pair it was not instantiated for is refused. */
+static void test_ffn(int D, int F)
+{
+    kc_model *m = (kc_model *)calloc(1, sizeof *m);
+    m->dot_q8 = 1;
+    m->gemv_early = 1;
+    const int nbx = D / 32, nbf = F / 32;
+    void *wg = make_ggml(GGML_TYPE_Q4_0, F, D), *wu = make_ggml(GGML_TYPE_Q4_0, F, D), *wd = make_ggml(GGML_TYPE_Q4_0, D, F);
+    kc_mat G, Up, Dn;
+    upload(m, &G, GGML_TYPE_Q4_0, F, D, wg);
+    upload(m, &Up, GGML_TYPE_Q4_0, F, D, wu);
+    upload(m, &Dn, GGML_TYPE_Q4_0, D, F, wd);
+    float *x = hnew(D), *y0 = hnew(D), *ff = hnew(F), *ffr = hnew(F), *s = hnew(D), *yr = hnew(D), *y = hnew(D);
+    float *g = hnew(F), *u = hnew(F), *cs = hnew(D);
+    q8_block *xq = (q8_block *)malloc(nbx * sizeof *xq), *ffq_cpu = (q8_block *)malloc(nbf * sizeof *ffq_cpu);
+    fill(x, D, -2.0f, 2.0f);
+    fill(y0, D, -1.0f, 1.0f);
+    quantize_q8(xq, x, D);
+    kc_q8blk *dxq = (kc_q8blk *)dnew(nbx * sizeof(kc_q8blk)), *dffq = (kc_q8blk *)dnew(nbf * sizeof(kc_q8blk));
+    T_CK(cudaMemcpy(dxq, xq, nbx * sizeof(kc_q8blk), cudaMemcpyHostToDevice));
+    float *dff = (float *)dnew(F * 4), *dy = (float *)dnew(D * 4), *ds = (float *)dnew(D * 4);
+    unsigned int *dbar = (unsigned int *)dnew(2 * sizeof(unsigned int)), hbar[2];
+    T_CK(cudaMemset(dbar, 0, 2 * sizeof(unsigned int)));
+    cudaStream_t st;
+    T_CK(cudaStreamCreate(&st));
+    /* the three launches: ff, ffq, s = Dn . ffq */
+    const kc_mat *one[1] = {&Dn};
+    float *Y[1] = {ds};
+    T_CK(kc_matvec_swiglu_q8(&G, &Up, dxq, dff, NULL, NULL, 0));
+    T_CK(kc_quantize_q8(dff, F, dffq, 0));
+    T_CK(kc_matvec_q8(one, Y, 1, dffq, 0, 0));
+    get_f(ffr, dff, F);
+    kc_q8blk *ffq_ref = get_q8(dffq, nbf);
+    get_f(s, ds, D);
+    for (int r = 0; r < D; r++) yr[r] = y0[r] + s[r];
+    /* fused, once without PDL */
+    T_CK(cudaMemcpy(dy, y0, D * 4, cudaMemcpyHostToDevice));
+    poison(dff, F * 4);
+    poison(dffq, nbf * sizeof(kc_q8blk));
+    const cudaError_t e1 = kc_ffn_q8(&G, &Up, &Dn, dxq, dff, dffq, dy, dbar, 0);
+    ok(e1 == cudaSuccess, "ffn_q8 %dx%d launches (%s)", D, F, cudaGetErrorName(e1));
+    get_f(ff, dff, F);
+    get_f(y, dy, D);
+    kc_q8blk *ffq = get_q8(dffq, nbf);
+    size_t bq = 0;
+    for (int i = 0; i < nbf; i++) bq += memcmp(&ffq[i], &ffq_ref[i], sizeof(kc_q8blk)) != 0;
+    ok(n_unequal(ff, ffr, F) == 0 && bq == 0 && n_unequal(y, yr, D) == 0,
+       "bitexact ffn_q8 %dx%d vs swiglu_q8 + quantize_q8 + matvec_q8 accumulate: ff %zu/%d, ffq %zu/%d blocks, "
+       "y %zu/%d unequal", D, F, n_unequal(ff, ffr, F), F, bq, nbf, n_unequal(y, yr, D), D);
+    /* each phase against its CPU twin, from that phase's device input */
+    matvec_q8(NULL, g, wg, GGML_TYPE_Q4_0, xq, D, F);
+    matvec_q8(NULL, u, wu, GGML_TYPE_Q4_0, xq, D, F);
+    for (int r = 0; r < F; r++) g[r] = g[r] / (1.0f + expf(-g[r])) * u[r];
+    quantize_q8(ffq_cpu, ff, F);
+    matvec_q8(NULL, cs, wd, GGML_TYPE_Q4_0, (const q8_block *)ffq, F, D);
+    for (int r = 0; r < D; r++) cs[r] = y0[r] + cs[r];
+    const double rel = max_rel(ff, g, F);
+    ok(rel <= 1e-6 && n_unequal_blocks(ffq, ffq_cpu, nbf) == 0 && n_unequal(y, cs, D) == 0,
+       "ffn_q8 %dx%d vs CPU twins: ff vs matvec_q8 x2 + silu max_rel %.3e <= 1e-06, ffq vs quantize_q8(ff) %zu "
+       "blocks, y vs y0 + matvec_q8(ffq) %zu unequal", D, F, rel, n_unequal_blocks(ffq, ffq_cpu, nbf), n_unequal(y, cs, D));
+    free(ffq);
+    /* twice back to back under PDL: y0 + s + s */
+    kc_set_pdl(1);
+    T_CK(cudaMemcpy(dy, y0, D * 4, cudaMemcpyHostToDevice));
+    T_CK(kc_ffn_q8(&G, &Up, &Dn, dxq, dff, dffq, dy, dbar, st));
+    T_CK(kc_ffn_q8(&G, &Up, &Dn, dxq, dff, dffq, dy, dbar, st));
+    kc_set_pdl(0);
+    T_CK(cudaStreamSynchronize(st));
+    get_f(y, dy, D);
+    for (int r = 0; r < D; r++) yr[r] = yr[r] + s[r];
+    T_CK(cudaMemcpy(hbar, dbar, sizeof hbar, cudaMemcpyDeviceToHost));
+    ok(n_unequal(y, yr, D) == 0 && hbar[0] == 0 && hbar[1] == 6,
+       "ffn_q8 %dx%d twice back to back under PDL: y0 + s + s %zu/%d unequal; barrier arrivals left %u, "
+       "generation %u (6: two barriers x 3 launches)", D, F, n_unequal(y, yr, D), D, hbar[0], hbar[1]);
+    /* a width pair without an instantiation is refused, not launched */
+    {
+        kc_mat g2 = G, d2 = Dn;
+        g2.cols = d2.rows = 1024;
+        const cudaError_t e = kc_ffn_q8(&g2, &g2, &d2, dxq, dff, dffq, dy, dbar, 0);
+        ok(e == cudaErrorInvalidValue && !kc_ffn_q8_supported(&g2, &g2, &d2),
+           "ffn_q8 with 1024 x %d (not instantiated) is refused (%s)", F, cudaGetErrorName(e));
+    }
+    T_CK(cudaStreamDestroy(st));
+    free(wg); free(wu); free(wd); free(x); free(y0); free(ff); free(ffr); free(s); free(yr); free(y);
+    free(g); free(u); free(cs); free(xq); free(ffq_cpu); free(ffq_ref);
+    cudaFree(dxq); cudaFree(dffq); cudaFree(dff); cudaFree(dy); cudaFree(ds); cudaFree(dbar);
+    kc_model_free(m);
+}
+
 int main(int argc, char **argv)
 {
     int ndev = 0;
@@ -1434,6 +1581,8 @@ int main(int argc, char **argv)
     test_gemv_q4_rpw();
     test_q8();
     test_prefetch_plan();
+    test_ffn(2048, 6144);  /* 2B shape */
+    test_ffn(5120, 17408); /* 27B shape */
     test_gdn_prep(16, 128, 48, 128); /* 27B shape */
     test_gdn_prep(4, 32, 4, 48);     /* minivk shape */
     test_delta(16, 48, 128, 128, 64); /* 27B shape: both variants */
@@ -1444,6 +1593,7 @@ int main(int argc, char **argv)
     test_engine("mini27-q4_0.gguf", ",dot=f32");   /* the exact-activation q4_0 GEMVs */
     test_engine("mini27-q4_0.gguf", ",q8gemv=stream,q8wide=smem,pf_next=1"); /* x in shared memory, prefetch */
     test_engine("minivk-q8_0.gguf", "");
+    test_trace("mini27-q4_0.gguf");
     test_engine("minitied-f32.gguf", "");
     test_engine_resources();
     printf("1..%d\n", g_n);

@@ -6,8 +6,8 @@
 # the kernel is resident while its predecessor still writes. This guards the source-level half of
 # the rule wherever nvcc is (CI has no GPU); how ptxas schedules read-only loads (the hazard found
 # in issue 6 v11) only a GPU run shows: tools/gpu_check.sh's 2B-wide bit-for-bit step.
-# One exception: the x-stationary q8 GEMVs (option gemv_early, EARLY below) load their first row
-# of WEIGHTS before the wait; weights never change during a run, and they are read through the
+# One exception: the x-stationary q8 GEMVs (option gemv_early), the xs GEMV (q8wide=xs) and the
+# fused FFN (ffn=fused) — EARLY below — load their first row of WEIGHTS before the wait; weights never change during a run, and they are read through the
 # read-only path, so in those kernels ld.global.nc may come first — any other access may not (their
 # x, the predecessor's output, is read by ld.global.ca after the wait).
 # The checker is first run on three synthetic PTX texts, one with each violation, so it can fail.
@@ -19,7 +19,7 @@ plan 6
 # Kernels launched with <<< >>> (no PDL attribute): exempt.
 EXEMPT=$(sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\)<<<.*/\1/p' "$top_srcdir/cuda/kernels.cu" | sort -u | tr '\n' ' ')
 
-EARLY="matvec_q8x_kernel matvec_swiglu_q8x_kernel"
+EARLY="matvec_q8x_kernel matvec_swiglu_q8x_kernel matvec_q8xs_kernel ffn_q8_kernel"
 
 # check PTX: one line per offending kernel ("name: no griddepcontrol.wait" or "name: N global
 # accesses before griddepcontrol.wait"); exempt names are matched against the mangled entry name.

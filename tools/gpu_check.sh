@@ -53,7 +53,7 @@ pack() {
     }
     rm -rf "$CARRY" && mkdir -p "$CARRY/bin" "$CARRY/engines" "$CARRY/lib" || exit 2
     cp "$b/kestrel-eval" "$b/cuda/test_kernels" "$b/cuda/engine_diff" "$b/cuda/bench_gemv" "$CARRY/bin/" || exit 2
-    cp -L "$b/engines/libkestrel-cpu.so" "$b/engines/libkestrel-cuda.so" "$CARRY/engines/" || exit 2
+    cp -L "$b/engines/libkestrel-cpu.so" "$b/engines/libkestrel-cuda.so" "$b/engines/libkestrel-cuda-trace.so" "$CARRY/engines/" || exit 2
     if [ -n "${BASE_ENGINE:-}" ]; then # an earlier engine build for the --perf A/B rows (issue 6)
         mkdir -p "$CARRY/engines-base" && cp -L "$BASE_ENGINE" "$CARRY/engines-base/libkestrel-cuda.so" || exit 2
     fi
@@ -141,7 +141,7 @@ run_checks() {
 
     # The fixtures are 64 wide: the GEMV kernels at realistic widths (x-stationary with 2048 columns,
     # streaming with 6144) only run on a wider model, generated here (2B shape, 4 layers, vocab 4096)
-    section "engine_diff on a 2B-wide model: the default vs q8gemv=stream (and q8wide=smem), vs itself and vs pdl=0 bit for bit; CPU vs CUDA dot=f32"
+    section "engine_diff on a 2B-wide model: the default vs q8gemv=stream (and q8wide=smem|xs), ffn=fused, vs itself and vs pdl=0 bit for bit; CPU vs CUDA dot=f32"
     all=0
     local wide=/tmp/gpu-check-2b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-2b --type q4_0 --seed 3 --layers 4 --vocab 4096 -o "$wide" >> "$REPORT" 2>&1 || all=1
@@ -151,6 +151,14 @@ run_checks() {
     note "- CUDA default vs CUDA q8gemv=stream,q8wide=smem,pf_next=8 (x in shared memory; next-GEMV L2 prefetch)"
     timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
         --b-options q8gemv=stream,q8wide=smem,pf_next=8 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    note "- CUDA default vs CUDA ffn=fused (the FFN as one persistent launch with grid barriers) and vs ffn=fused,pdl=0"
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
+        --b-options ffn=fused --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
+        --b-options ffn=fused,pdl=0 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    note "- CUDA default vs CUDA q8gemv=stream,q8wide=xs (every q8 GEMV with x in shared memory, a row's loads in flight)"
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
+        --b-options q8gemv=stream,q8wide=xs --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
     note "- CUDA default vs CUDA gemv_early=0 (first weights of the x-stationary GEMVs before / after the PDL wait)"
     timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
         --b-options gemv_early=0 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
@@ -165,6 +173,24 @@ run_checks() {
         --b-options dot=f32 --model "$wide" --tokens "$toks" --greedy 8 --tol 1e-3 >> "$REPORT" 2>&1 || all=1
     verdict "engine_diff 2B-wide" $all
     rm -f "$wide"
+
+    # profile=trace is a build of its own (kernels with the marks): the default library refuses it
+    # with a message naming the trace library, which decodes with it and books the step's kernels
+    section "profile=trace: libkestrel-cuda.so refuses it, libkestrel-cuda-trace.so runs it"
+    all=0
+    local tout trc
+    tout=$("$KE" logits --engine cuda --model "$FIX/mini27-q4_0.gguf" --tokens 1,2,3 --options profile=trace \
+        --out /tmp/gpu-check-trace.npy 2>&1)
+    trc=$?
+    note "- default library: exit $trc: $tout"
+    [ "$trc" -ne 0 ] && printf '%s' "$tout" | grep -q "libkestrel-cuda-trace.so" || all=1
+    timeout 60 "$KE" logits --engine cuda-trace --model "$FIX/mini27-q4_0.gguf" --tokens 1,2,3 --options profile=trace \
+        --out /tmp/gpu-check-trace.npy >> "$REPORT" 2>&1 || all=1
+    timeout 60 "$KE" logits --engine cuda --model "$FIX/mini27-q4_0.gguf" --tokens 1,2,3 \
+        --out /tmp/gpu-check-notrace.npy >> "$REPORT" 2>&1 || all=1
+    cmp -s /tmp/gpu-check-trace.npy /tmp/gpu-check-notrace.npy || { note "- trace library logits differ from the default's"; all=1; }
+    rm -f /tmp/gpu-check-trace.npy /tmp/gpu-check-notrace.npy
+    verdict "profile=trace" $all
 
     section "kestrel-eval run suites/cuda-check.yaml"
     timeout 240 "$KE" run suites/cuda-check.yaml --db "$OUT/gpu.db" --label gpu-check >> "$REPORT" 2>&1
