@@ -49,11 +49,11 @@ __device__ __forceinline__ float delta_column(float *s, int st, int kd, const fl
  * w * (o * rsqrt(mean(o^2) + eps)) * silu(z), quantised into yq (vh*vd/32,): gated_rmsnorm_q8's
  * arithmetic in its order (block_sum over the same 128 threads), so bit-identical to the two launches. */
 template <int KDT>
-__global__ void delta_step_kernel(float *__restrict__ S, const float *__restrict__ q,
-                                  const float *__restrict__ k, const float *__restrict__ v,
-                                  const float *__restrict__ g, const float *__restrict__ beta,
+__global__ void delta_step_kernel(float *__restrict__ S, const float *q,
+                                  const float *k, const float *v,
+                                  const float *g, const float *beta,
                                   float *__restrict__ o, int kh, int kd, int vh, int vd,
-                                  const float *__restrict__ z, const float *__restrict__ w, float eps,
+                                  const float *z, const float *__restrict__ w, float eps,
                                   float *__restrict__ y, kc_q8blk *__restrict__ yq)
 {
     kc_pdl_begin();

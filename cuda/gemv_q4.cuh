@@ -90,7 +90,7 @@ __device__ __forceinline__ void q4sb_rows(const uint4 *const (&qrow)[NR], const 
         }
         float4 xv[8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) xv[k] = __ldg(x4 + s * 256 + k * 32);
+        for (int k = 0; k < 8; k++) xv[k] = __ldca(x4 + s * 256 + k * 32);
         q4sb_multi_accum<NR>(qa, da, xv, acc0, acc1);
 #pragma unroll
         for (int i = 0; i < NR; i++) {
@@ -219,7 +219,7 @@ __device__ __forceinline__ void q4sb_rows_pipe(const uint4 *const (&qrow)[NR], c
         }
         float4 xv[8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) xv[k] = __ldg(x4 + s * 256 + k * 32);
+        for (int k = 0; k < 8; k++) xv[k] = __ldca(x4 + s * 256 + k * 32);
         q4sb_multi_accum<NR>(qa, da, xv, acc0, acc1);
         /* refill this slot (its values were consumed above) with superblock s + STAGES */
         const int sn = s + Q4P_STAGES;

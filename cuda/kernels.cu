@@ -216,8 +216,8 @@ __device__ __forceinline__ float dot_q4_block(uint4 q, const float *__restrict__
     float lo = 0.0f, hi = 0.0f;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        const float4 xl = __ldg(x4 + i);     /* x[4i .. 4i+3]: low nibbles of bytes 4i.. */
-        const float4 xh = __ldg(x4 + 4 + i); /* x[16+4i ..]: high nibbles */
+        const float4 xl = __ldca(x4 + i);     /* x[4i .. 4i+3]: low nibbles of bytes 4i.. */
+        const float4 xh = __ldca(x4 + 4 + i); /* x[16+4i ..]: high nibbles */
         const uint32_t b = w[i];
         lo += (float)((int)(b & 15u) - 8) * xl.x;
         lo += (float)((int)((b >> 8) & 15u) - 8) * xl.y;
@@ -238,7 +238,7 @@ __device__ __forceinline__ float dot_q8_half(uint4 q, const float *__restrict__ 
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        const float4 xv = __ldg(x4 + i);
+        const float4 xv = __ldca(x4 + i);
         const uint32_t b = w[i];
         s += (float)(int8_t)(b & 0xffu) * xv.x;
         s += (float)(int8_t)((b >> 8) & 0xffu) * xv.y;
@@ -296,12 +296,12 @@ __device__ __forceinline__ float row_dot(const kc_mat W, int r, const float *__r
         int c = lane;
         for (; c + 32 < n4; c += 64) {
             const float4 a = __ldg(w4 + c), b = __ldg(w4 + c + 32);
-            const float4 xa = __ldg(x4 + c), xb = __ldg(x4 + c + 32);
+            const float4 xa = __ldca(x4 + c), xb = __ldca(x4 + c + 32);
             acc0 += a.x * xa.x; acc0 += a.y * xa.y; acc0 += a.z * xa.z; acc0 += a.w * xa.w;
             acc1 += b.x * xb.x; acc1 += b.y * xb.y; acc1 += b.z * xb.z; acc1 += b.w * xb.w;
         }
         if (c < n4) {
-            const float4 a = __ldg(w4 + c), xa = __ldg(x4 + c);
+            const float4 a = __ldg(w4 + c), xa = __ldca(x4 + c);
             acc0 += a.x * xa.x; acc0 += a.y * xa.y; acc0 += a.z * xa.z; acc0 += a.w * xa.w;
         }
     } else { /* F16 / BF16: 8 weights per 16-byte load */
@@ -310,7 +310,7 @@ __device__ __forceinline__ float row_dot(const kc_mat W, int r, const float *__r
         const int n8 = cols / 8;
         for (int c = lane; c < n8; c += 32) {
             const uint4 w = __ldg(w8 + c);
-            const float4 xa = __ldg(x4 + 2 * c), xb = __ldg(x4 + 2 * c + 1);
+            const float4 xa = __ldca(x4 + 2 * c), xb = __ldca(x4 + 2 * c + 1);
             const float s = TYPE == GGML_F16 ? dot8_f16(w, xa, xb) : dot8_bf16(w, xa, xb);
             if ((c / 32) & 1) acc1 += s; else acc0 += s;
         }
@@ -377,7 +377,7 @@ __device__ __forceinline__ float unit_dot(const kc_mat &W, int r, int u, const f
     const int cols = W.cols;
     if (TYPE == GGML_F32) {
         const float4 a = __ldg((const float4 *)((const float *)W.data + (size_t)r * cols) + u);
-        const float4 xa = __ldg((const float4 *)x + u);
+        const float4 xa = __ldca((const float4 *)x + u);
         float s = a.x * xa.x;
         s += a.y * xa.y;
         s += a.z * xa.z;
@@ -385,7 +385,7 @@ __device__ __forceinline__ float unit_dot(const kc_mat &W, int r, int u, const f
         return s;
     } else if (TYPE == GGML_F16 || TYPE == GGML_BF16) {
         const uint4 w = __ldg((const uint4 *)((const uint16_t *)W.data + (size_t)r * cols) + u);
-        const float4 xa = __ldg((const float4 *)x + 2 * u), xb = __ldg((const float4 *)x + 2 * u + 1);
+        const float4 xa = __ldca((const float4 *)x + 2 * u), xb = __ldca((const float4 *)x + 2 * u + 1);
         return TYPE == GGML_F16 ? dot8_f16(w, xa, xb) : dot8_bf16(w, xa, xb);
     } else if (TYPE == GGML_Q8_0) {
         const int nb = cols / 32;
@@ -904,7 +904,7 @@ cudaError_t kc_ffn_q8(const kc_mat *G, const kc_mat *U, const kc_mat *Dn, const 
 
 /* ------------------------------------------------------------------ embedding */
 
-__global__ void embed_kernel(const kc_mat E, const int32_t *__restrict__ tok, float *__restrict__ y)
+__global__ void embed_kernel(const kc_mat E, const int32_t *tok, float *__restrict__ y)
 {
     kc_pdl_begin();
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
@@ -1082,7 +1082,7 @@ cudaError_t kc_l2norm(const float *x, float *y, int nh, int d, float scale, cuda
 }
 
 /* yq != NULL (vd % 32 == 0): y also quantised, block (h*vd + i)/32 from the warp holding i..i+31 */
-__global__ void gated_rmsnorm_kernel(const float *__restrict__ o, const float *__restrict__ z,
+__global__ void gated_rmsnorm_kernel(const float *o, const float *z,
                                      const float *__restrict__ w, float *__restrict__ y, int vd, float eps,
                                      kc_q8blk *yq)
 {
@@ -1146,7 +1146,7 @@ cudaError_t kc_gdn_beta_g(const float *b, const float *a, const float *ssm_a, co
 
 /* channel c of conv_step: y[c] = silu(conv), history advanced; returns y[c]
  * (shared by conv_step_kernel and gdn_prep_kernel) */
-__device__ __forceinline__ float conv_channel(const float *__restrict__ x, float *__restrict__ hist,
+__device__ __forceinline__ float conv_channel(const float *x, float *__restrict__ hist,
                                               const float *__restrict__ w, float *__restrict__ y, int C, int K, int c)
 {
     const float *wc = w + (size_t)c * K;
@@ -1161,7 +1161,7 @@ __device__ __forceinline__ float conv_channel(const float *__restrict__ x, float
     return v;
 }
 
-__global__ void conv_step_kernel(const float *__restrict__ x, float *__restrict__ hist,
+__global__ void conv_step_kernel(const float *x, float *__restrict__ hist,
                                  const float *__restrict__ w, float *__restrict__ y, int C, int K)
 {
     kc_pdl_begin();
@@ -1184,12 +1184,12 @@ cudaError_t kc_conv_step(const float *x, float *hist, const float *w, float *y, 
  * Blocks [0, kh): q head h (channels h*kd..): conv, then l2norm * qscale into qn;
  *        [kh, 2kh): k head; then ceil(vh*vd / T) blocks of v channels (conv only);
  *        then ceil(vh / T) blocks of beta/g. */
-__global__ void gdn_prep_kernel(const float *__restrict__ x, float *__restrict__ hist, const float *__restrict__ w,
+__global__ void gdn_prep_kernel(const float *x, float *__restrict__ hist, const float *__restrict__ w,
                                 float *__restrict__ y, int C, int K, int kh, int kd, float qscale,
-                                float *__restrict__ qn, float *__restrict__ kn, const float *__restrict__ b,
-                                const float *__restrict__ a, const float *__restrict__ ssm_a,
+                                float *__restrict__ qn, float *__restrict__ kn, const float *b,
+                                const float *a, const float *__restrict__ ssm_a,
                                 const float *__restrict__ dt_bias, float *__restrict__ beta, float *__restrict__ g,
-                                int vh, const float *__restrict__ xn, const float *__restrict__ Wb,
+                                int vh, const float *xn, const float *__restrict__ Wb,
                                 const float *__restrict__ Wa, int D)
 {
     kc_pdl_begin();
@@ -1284,7 +1284,7 @@ cudaError_t kc_delta_step_norm_q8(float *S, const float *q, const float *k, cons
 
 /* ------------------------------------------------------------------ attention */
 
-__global__ void rope_neox_kernel(float *x, int hd, int rd, float base, const int32_t *__restrict__ pos)
+__global__ void rope_neox_kernel(float *x, int hd, int rd, float base, const int32_t *pos)
 {
     kc_pdl_begin();
     const int h = blockIdx.x, i = threadIdx.x, half = rd / 2;
@@ -1308,7 +1308,7 @@ cudaError_t kc_rope_neox(float *x, int nh, int hd, int rd, float base, const int
 }
 
 __global__ void kv_append_kernel(const float *k, const float *v, float *kc, float *vc, int n,
-                                 const int32_t *__restrict__ pos)
+                                 const int32_t *pos)
 {
     kc_pdl_begin();
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -1330,10 +1330,10 @@ cudaError_t kc_kv_append(const float *k, const float *v, float *kc, float *vc, i
  * rope_neox x2, kv_append): block b < nh is q head b, the others k head b - nh (which also appends
  * its k and v row to the cache at *pos). norm_threads(hd) threads, as rmsnorm_kernel (same block_sum
  * order); the normed row waits in shared memory for the rotation, as rope_neox_kernel computes it. */
-__global__ void attn_prep_kernel(const float *__restrict__ qg, float *__restrict__ ak, const float *__restrict__ av,
+__global__ void attn_prep_kernel(const float *qg, float *__restrict__ ak, const float *av,
                                  const float *__restrict__ qnw, const float *__restrict__ knw, float *__restrict__ aq,
                                  float *__restrict__ kc, float *__restrict__ vc, int nh, int nkv, int hd, int rd,
-                                 float base, float eps, const int32_t *__restrict__ pos)
+                                 float base, float eps, const int32_t *pos)
 {
     kc_pdl_begin();
     __shared__ float sh[32];
@@ -1383,10 +1383,10 @@ cudaError_t kc_attn_prep(const float *qg, float *ak, const float *av, const floa
 #define ATTN_SMEM_MAX (200 * 1024)
 
 /* grid = nh; dynamic smem: (ctx + hd) floats (scores, then q). */
-__global__ void attention_kernel(const float *__restrict__ q, const float *__restrict__ kc,
-                                 const float *__restrict__ vc, const float *__restrict__ gate, int gs,
+__global__ void attention_kernel(const float *q, const float *kc,
+                                 const float *vc, const float *gate, int gs,
                                  float *__restrict__ out, int nh, int nkv, int hd, float scale,
-                                 const int32_t *__restrict__ pos)
+                                 const int32_t *pos)
 {
     kc_pdl_begin();
     extern __shared__ float sm[];
@@ -1466,10 +1466,10 @@ cudaError_t kc_attention(const float *q, const float *kc, const float *vc, const
  * dynamic smem: (hd + ceil(ctx/ns) + ns) floats. */
 #define ATTN_MAX_SPLITS 32
 #define ATTN_MIN_CHUNK 16 /* positions per split at n = ctx, at least */
-__global__ void attention_split_kernel(const float *__restrict__ q, const float *__restrict__ kc,
-                                       const float *__restrict__ vc, const float *__restrict__ gate, int gs,
+__global__ void attention_split_kernel(const float *q, const float *kc,
+                                       const float *vc, const float *gate, int gs,
                                        float *__restrict__ out, kc_q8blk *__restrict__ oq, int nh, int nkv, int hd,
-                                       float scale, const int32_t *__restrict__ pos, float *__restrict__ part,
+                                       float scale, const int32_t *pos, float *__restrict__ part,
                                        unsigned int *__restrict__ cnt, int cmax)
 {
     kc_pdl_begin();
@@ -1605,7 +1605,7 @@ __device__ __forceinline__ unsigned long long argmax_key(float v, int i)
 }
 
 /* Block-local best of x over this block's grid-strided elements as a key (every thread gets it) */
-__device__ __forceinline__ unsigned long long argmax_block(const float *__restrict__ x, int n, unsigned long long *sh)
+__device__ __forceinline__ unsigned long long argmax_block(const float *x, int n, unsigned long long *sh)
 {
     unsigned long long best = 0; /* below every real key: n == 0 -> index 0x7fffffff */
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -1637,7 +1637,7 @@ __device__ __forceinline__ int32_t argmax_index(unsigned long long key)
 /* ARGMAX_BLOCKS blocks each reduce a strided share into part[blockIdx]; the last block to finish
  * (atomic ticket) reduces the partials, writes the id and re-arms the ticket for the next call. */
 #define ARGMAX_BLOCKS 64
-__global__ void argmax_kernel(const float *__restrict__ x, int n, int32_t *out, const int32_t *idx,
+__global__ void argmax_kernel(const float *x, int n, int32_t *out, const int32_t *idx,
                               kc_argmax_scratch *scr)
 {
     kc_pdl_begin();
