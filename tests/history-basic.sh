@@ -72,7 +72,7 @@ run_cmd "$K" history --kernel '*' --metric max_rel --db "$DB"
 is "2|kestrel-eval: history: --metric and --kernel exclude each other (a kernel's series is its ms per step)" "$RC|$ERR" \
   "--kernel with --metric: one error line, exit 2"
 run_cmd "$K" history --kernel 'attention*' --db "$DB"
-is "2|kestrel-eval: $DB: no kernel profile rows matching 'attention*' for cases matching '*' (the engine records them with profile=1)" \
+is "2|kestrel-eval: $DB: no kernel profile rows matching 'attention*' for cases matching '*' (the engine records them with profile=1 or profile=trace)" \
   "$RC|$ERR" "--kernel matching nothing: one error line naming the glob, exit 2"
 run_cmd "$K" history --case 'nosuch*' --db "$DB"
 is "2|kestrel-eval: $DB: no headline metric for cases matching 'nosuch*'" "$RC|$ERR" "nothing matches: one error line, exit 2"

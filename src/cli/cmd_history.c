@@ -5,7 +5,7 @@
  * Without --metric each case shows its kind's headline metric: oracle max_rel,
  * decode-bench ms_per_token_median, bitexact unequal, bandwidth gbps, ab ratio_median.
  * --kernel: instead of a metric, the ms per step of each matching kernel of the case's
- * kernel profile (engine profile=1), one series per case and kernel ("kernel NAME").
+ * kernel profile (engine profile=1 or profile=trace), one series per case and kernel ("kernel NAME").
  */
 #include "config.h"
 
@@ -141,7 +141,7 @@ int cmd_history(int argc, char **argv) {
     if (n == 0) {
         if (kernel)
             cli_error("%s: no kernel profile rows matching '%s' for cases matching '%s' (the engine records them with "
-                      "profile=1)", db_path, kernel, glob);
+                      "profile=1 or profile=trace)", db_path, kernel, glob);
         else
             cli_error("%s: no %s%s%s for cases matching '%s'", db_path, metric ? "metric '" : "headline metric",
                       metric ? metric : "", metric ? "'" : "", glob);
