@@ -58,6 +58,11 @@ pack() {
         mkdir -p "$CARRY/engines-base" && cp -L "$BASE_ENGINE" "$CARRY/engines-base/libkestrel-cuda.so" || exit 2
     fi
     cp -L /usr/lib/x86_64-linux-gnu/libyaml-0.so.2 "$CARRY/lib/" || exit 2
+    # symbols stripped (~20% smaller, the device code untouched): the working tree plus the carry must
+    # stay within the run tool's 64 MiB; the SHA-256 below, and those the DBs record, are of these files
+    if command -v strip >/dev/null 2>&1; then
+        strip --strip-unneeded "$CARRY"/bin/* "$CARRY"/engines/*.so || exit 2
+    fi
     # shellcheck disable=SC2046 # engines-base/ is optional: an empty expansion must vanish
     (cd "$CARRY" && sha256sum bin/* engines/* $(ls engines-base/* 2>/dev/null) > SHA256SUMS)
     du -sh "$CARRY"
