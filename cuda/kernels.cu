@@ -772,12 +772,20 @@ static int resident_blocks(K kernel, size_t smem)
     return sms * a;
 }
 
-/* persistent grid of matvec_q8xs_kernel<nbl>: its resident blocks, at most one per 8 rows */
+/* persistent grid of matvec_q8xs_kernel<nbl>: its resident blocks (queried once per NBL and x size:
+ * the shared memory depends on cols), at most one per 8 rows */
 static int q8xs_grid(int nbl, size_t smem, int rows)
 {
-    const int slots = nbl == 6    ? resident_blocks(matvec_q8xs_kernel<6>, smem)
-                      : nbl == 12 ? resident_blocks(matvec_q8xs_kernel<12>, smem)
-                                  : resident_blocks(matvec_q8xs_kernel<17>, smem);
+    static int slots_of[3];
+    static size_t smem_of[3];
+    const int v = nbl == 6 ? 0 : nbl == 12 ? 1 : 2;
+    if (!slots_of[v] || smem_of[v] != smem) {
+        slots_of[v] = v == 0   ? resident_blocks(matvec_q8xs_kernel<6>, smem)
+                      : v == 1 ? resident_blocks(matvec_q8xs_kernel<12>, smem)
+                               : resident_blocks(matvec_q8xs_kernel<17>, smem);
+        smem_of[v] = smem;
+    }
+    const int slots = slots_of[v];
     const int need = (rows + Q8M_WARPS - 1) / Q8M_WARPS;
     return slots > 0 && slots < need ? slots : need;
 }
@@ -882,7 +890,7 @@ cudaError_t kc_ffn_q8(const kc_mat *G, const kc_mat *U, const kc_mat *Dn, const 
     if (!kc_ffn_q8_supported(G, U, Dn) || !bar) return cudaErrorInvalidValue;
     const int v = ffn_variant(G, Dn);
     const size_t smem = (size_t)(Dn->cols / 32) * sizeof(kc_q8blk);
-    if (!g_ffn_slots[v]) /* before a capture: the engine's first step runs uncaptured */
+    if (!g_ffn_slots[v]) /* once per variant (an occupancy query is no stream work: fine inside a capture) */
         g_ffn_slots[v] = v == 0   ? resident_blocks(ffn_q8_kernel<2, 6>, smem)
                          : v == 1 ? resident_blocks(ffn_q8_kernel<4, 12>, smem)
                                   : resident_blocks(ffn_q8_kernel<5, 17>, smem);
