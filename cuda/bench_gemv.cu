@@ -75,6 +75,22 @@ typedef struct mats {
     uint64_t bytes;           /* quant + scale bytes of one launch */
 } mats;
 
+/* w = a rows x cols q4_0 layout-0 matrix of random quants (seed sq) and scales (seed sd) on the device */
+static int alloc_q4(kc_mat *w, int rows, int cols, uint32_t sq, uint32_t sd)
+{
+    memset(w, 0, sizeof *w);
+    w->type = GGML_Q4_0;
+    w->rows = rows;
+    w->cols = cols;
+    const uint64_t db = kc_mat_data_bytes(GGML_Q4_0, rows, cols), sb = kc_mat_scale_bytes(GGML_Q4_0, rows, cols);
+    CK(cudaMalloc(&w->data, db));
+    CK(cudaMalloc((void **)&w->d, sb));
+    fill_bytes_kernel<<<1024, 256>>>((uint32_t *)w->data, db / 4, sq);
+    fill_scales_kernel<<<1024, 256>>>(w->d, sb / 2, sd);
+    CK(cudaGetLastError());
+    return 0;
+}
+
 static int make_mats(const shape *s, mats *M, uint32_t seed)
 {
     const int nm = s->swiglu ? 2 : s->rows1 ? 2 : 1;
@@ -86,16 +102,7 @@ static int make_mats(const shape *s, mats *M, uint32_t seed)
     for (int c = 0; c < M->ncopy; c++) {
         for (int k = 0; k < nm; k++) {
             kc_mat w;
-            memset(&w, 0, sizeof w);
-            w.type = GGML_Q4_0;
-            w.rows = k ? (int)r1 : s->rows0;
-            w.cols = s->cols;
-            const uint64_t db = kc_mat_data_bytes(GGML_Q4_0, w.rows, w.cols), sb = kc_mat_scale_bytes(GGML_Q4_0, w.rows, w.cols);
-            CK(cudaMalloc(&w.data, db));
-            CK(cudaMalloc((void **)&w.d, sb));
-            fill_bytes_kernel<<<1024, 256>>>((uint32_t *)w.data, db / 4, seed + 17 * c + k);
-            fill_scales_kernel<<<1024, 256>>>(w.d, sb / 2, seed + 31 * c + k);
-            CK(cudaGetLastError());
+            if (alloc_q4(&w, k ? (int)r1 : s->rows0, s->cols, seed + 17 * c + k, seed + 31 * c + k)) return 1;
             (k ? M->b : M->a).push_back(w);
         }
     }
@@ -249,18 +256,8 @@ static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
     for (int c = 0; c < ncopy; c++) {
         kc_mat *ms[3] = {&g[c], &u[c], &dn[c]};
         for (int k = 0; k < 3; k++) {
-            kc_mat &w = *ms[k];
-            memset(&w, 0, sizeof w);
-            w.type = GGML_Q4_0;
-            w.rows = k == 2 ? D : F;
-            w.cols = k == 2 ? F : D;
-            w.early = 1;
-            const uint64_t db = kc_mat_data_bytes(GGML_Q4_0, w.rows, w.cols), sb = kc_mat_scale_bytes(GGML_Q4_0, w.rows, w.cols);
-            CK(cudaMalloc(&w.data, db));
-            CK(cudaMalloc((void **)&w.d, sb));
-            fill_bytes_kernel<<<1024, 256>>>((uint32_t *)w.data, db / 4, 77u + 13 * c + k);
-            fill_scales_kernel<<<1024, 256>>>(w.d, sb / 2, 91u + 7 * c + k);
-            CK(cudaGetLastError());
+            if (alloc_q4(ms[k], k == 2 ? D : F, k == 2 ? F : D, 77u + 13 * c + k, 91u + 7 * c + k)) return 1;
+            ms[k]->early = 1;
         }
     }
     float *ff, *y;
@@ -389,6 +386,32 @@ __global__ void runahead_kernel(const pf_plan plan, const unsigned int *prog, in
 #endif
 }
 
+/* median us of run() over NREP repetitions, each after prep() (not timed) and followed by after() */
+template <typename P, typename F, typename A>
+static int time_reps(P prep, F run, A after, cudaStream_t st, double *us)
+{
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<double> t;
+    for (int r = 0; r < NREP; r++) {
+        CK(prep());
+        CK(cudaEventRecord(e0, st));
+        CK(run());
+        CK(cudaEventRecord(e1, st));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        t.push_back(1e3 * ms);
+        CK(after());
+    }
+    std::sort(t.begin(), t.end());
+    *us = t[NREP / 2];
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return 0;
+}
+
 static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
 {
     /* (1) one GEMV: cold, prefetched, demand-warm */
@@ -401,16 +424,9 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
     const int shp[3][2] = {{5120, 6144}, {5120, 17408}, {17408, 5120}}; /* ssm_out, down, gate-sized */
     for (int si = 0; si < 3; si++) {
         kc_mat w;
-        memset(&w, 0, sizeof w);
-        w.type = GGML_Q4_0;
-        w.rows = shp[si][0];
-        w.cols = shp[si][1];
+        if (alloc_q4(&w, shp[si][0], shp[si][1], 5u + si, 9u + si)) return 1;
         w.early = 1;
         const uint64_t db = kc_mat_data_bytes(GGML_Q4_0, w.rows, w.cols), sb = kc_mat_scale_bytes(GGML_Q4_0, w.rows, w.cols);
-        CK(cudaMalloc(&w.data, db));
-        CK(cudaMalloc((void **)&w.d, sb));
-        fill_bytes_kernel<<<1024, 256>>>((uint32_t *)w.data, db / 4, 5u + si);
-        fill_scales_kernel<<<1024, 256>>>(w.d, sb / 2, 9u + si);
         float *y;
         CK(cudaMalloc(&y, w.rows * 4));
         CK(kc_quantize_q8(x, w.cols, xq, st));
@@ -419,32 +435,22 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
         float *Y[1] = {y};
         const char *mode[4] = {"cold", "l2_prefetch_all", "l2_prefetch_first8MB", "demand_warm"};
         for (int md = 0; md < 4; md++) {
-            std::vector<double> t;
-            cudaEvent_t e0, e1;
-            CK(cudaEventCreate(&e0));
-            CK(cudaEventCreate(&e1));
-            for (int r = 0; r < NREP; r++) {
-                CK(kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st));
-                if (md == 1 || md == 2) {
+            double us;
+            auto prep = [&]() -> cudaError_t {
+                cudaError_t e = kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st);
+                if (e == cudaSuccess && (md == 1 || md == 2)) {
                     pf_bulk_kernel<<<g_sms, 256, 0, st>>>((const char *)w.data, md == 1 ? db : std::min<uint64_t>(db, 8ull << 20));
                     if (md == 1) pf_bulk_kernel<<<g_sms, 256, 0, st>>>((const char *)w.d, sb);
-                    CK(cudaGetLastError());
                     spin_kernel<<<1, 32, 0, st>>>(200000); /* ~100 us: the prefetches land */
+                    e = cudaGetLastError();
                 }
-                if (md == 3) CK(kc_matvec_q8(one, Y, 1, xq, 0, st));
-                CK(cudaEventRecord(e0, st));
-                CK(kc_matvec_q8(one, Y, 1, xq, 0, st));
-                CK(cudaEventRecord(e1, st));
-                CK(cudaEventSynchronize(e1));
-                float ms = 0;
-                CK(cudaEventElapsedTime(&ms, e0, e1));
-                t.push_back(1e3 * ms);
-            }
-            std::sort(t.begin(), t.end());
-            printf("l2\t%dx%d_%s\t-\t-\t%.2f\t%.0f\t%llu\n", w.rows, w.cols, mode[md], t[NREP / 2], (db + sb) / t[NREP / 2] / 1e3,
+                if (e == cudaSuccess && md == 3) e = kc_matvec_q8(one, Y, 1, xq, 0, st);
+                return e;
+            };
+            if (time_reps(prep, [&]() { return kc_matvec_q8(one, Y, 1, xq, 0, st); }, []() { return cudaSuccess; }, st, &us))
+                return 1;
+            printf("l2\t%dx%d_%s\t-\t-\t%.2f\t%.0f\t%llu\n", w.rows, w.cols, mode[md], us, (db + sb) / us / 1e3,
                    (unsigned long long)(db + sb));
-            cudaEventDestroy(e0);
-            cudaEventDestroy(e1);
         }
         cudaFree(w.data);
         cudaFree(w.d);
@@ -459,16 +465,9 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
         uint64_t total = 0;
         for (int i = 0; i < N; i++) {
             kc_mat &w = ws[i];
-            memset(&w, 0, sizeof w);
-            w.type = GGML_Q4_0;
-            w.rows = D;
-            w.cols = D;
+            if (alloc_q4(&w, D, D, 300u + i, 400u + i)) return 1;
             w.early = 1;
             const uint64_t db = kc_mat_data_bytes(GGML_Q4_0, D, D), sb = kc_mat_scale_bytes(GGML_Q4_0, D, D);
-            CK(cudaMalloc(&w.data, db));
-            CK(cudaMalloc((void **)&w.d, sb));
-            fill_bytes_kernel<<<1024, 256>>>((uint32_t *)w.data, db / 4, 300u + i);
-            fill_scales_kernel<<<1024, 256>>>(w.d, sb / 2, 400u + i);
             plan.q[i] = (const char *)w.data;
             plan.d[i] = (const char *)w.d;
             plan.nq[i] = db;
@@ -488,45 +487,43 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
         const int saved = g_q8x_slots[0][5];
         const char *mode[4] = {"none", "runahead_all", "runahead_first8MB", "none_grid-1"};
         for (int md = 0; md < 4; md++) {
-            std::vector<double> t;
-            cudaEvent_t e0, e1;
-            CK(cudaEventCreate(&e0));
-            CK(cudaEventCreate(&e1));
+            double us;
             /* the prefetcher's warp takes registers on one SM: the persistent grids leave it a block */
             g_q8x_slots[0][5] = md == 0 ? saved : saved - 1;
-            for (int r = 0; r < NREP; r++) {
-                CK(kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st));
-                CK(cudaMemsetAsync(prog, 0, 4, st));
-                CK(cudaEventRecord(go, st));
-                if (md == 1 || md == 2) {
-                    CK(cudaStreamWaitEvent(st2, go, 0));
+            auto prep = [&]() -> cudaError_t {
+                cudaError_t e = kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st);
+                if (e == cudaSuccess) e = cudaMemsetAsync(prog, 0, 4, st);
+                if (e == cudaSuccess) e = cudaEventRecord(go, st);
+                if (e == cudaSuccess && (md == 1 || md == 2)) {
+                    e = cudaStreamWaitEvent(st2, go, 0);
                     runahead_kernel<<<1, 32, 0, st2>>>(plan, prog, N, md == 1 ? ~0ull : 8ull << 20);
-                    CK(cudaGetLastError());
+                    if (e == cudaSuccess) e = cudaGetLastError();
                 }
+                return e;
+            };
+            auto chain = [&]() -> cudaError_t {
+                cudaError_t e = cudaSuccess;
                 kc_set_pdl(1);
-                CK(cudaEventRecord(e0, st));
-                for (int i = 0; i < N; i++) {
+                for (int i = 0; i < N && e == cudaSuccess; i++) {
                     const kc_mat *one[1] = {&ws[i]};
                     float *Y[1] = {y};
-                    CK(kc_matvec_q8(one, Y, 1, xq, 0, st));
-                    CK(kc_quantize_q8(y, D, xq, st));
-                    kc_launch(mark_kernel, 1, 32, 0, st, prog, (unsigned)(i + 1));
-                    CK(cudaGetLastError());
+                    e = kc_matvec_q8(one, Y, 1, xq, 0, st);
+                    if (e == cudaSuccess) e = kc_quantize_q8(y, D, xq, st);
+                    if (e == cudaSuccess) {
+                        kc_launch(mark_kernel, 1, 32, 0, st, prog, (unsigned)(i + 1));
+                        e = cudaGetLastError();
+                    }
                 }
-                CK(cudaEventRecord(e1, st));
                 kc_set_pdl(0);
-                CK(cudaEventSynchronize(e1));
-                CK(cudaStreamSynchronize(st2));
-                float ms = 0;
-                CK(cudaEventElapsedTime(&ms, e0, e1));
-                t.push_back(1e3 * ms);
-                CK(kc_quantize_q8(x, D, xq, st)); /* same input every rep */
-            }
-            std::sort(t.begin(), t.end());
-            printf("l2\tchain16x%dx%d_%s\t-\t-\t%.2f\t%.0f\t%llu\n", D, D, mode[md], t[NREP / 2], total / t[NREP / 2] / 1e3,
+                return e;
+            };
+            auto after = [&]() -> cudaError_t { /* the prefetcher done; the same input every repetition */
+                const cudaError_t e = cudaStreamSynchronize(st2);
+                return e == cudaSuccess ? kc_quantize_q8(x, D, xq, st) : e;
+            };
+            if (time_reps(prep, chain, after, st, &us)) return 1;
+            printf("l2\tchain16x%dx%d_%s\t-\t-\t%.2f\t%.0f\t%llu\n", D, D, mode[md], us, total / us / 1e3,
                    (unsigned long long)total);
-            cudaEventDestroy(e0);
-            cudaEventDestroy(e1);
         }
         g_q8x_slots[0][5] = saved;
         for (int i = 0; i < N; i++) {

@@ -39,6 +39,7 @@ extern "C" {
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +85,49 @@ static void fmt_err(char *err, size_t n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, n, fmt, ap);
     va_end(ap);
+}
+
+/* Options whose value is one word of a short list: the word's value goes into one int of kc_opts. */
+typedef struct choice_opt {
+    const char *key;
+    const char *words[4]; /* NULL-terminated when shorter */
+    int values[4];
+    size_t field; /* offsetof(kc_opts, ...) */
+} choice_opt;
+
+static const choice_opt k_choices[] = {
+    {"delta", {"auto", "generic", "reg"}, {-1, 0, 1}, offsetof(kc_opts, delta)},
+    {"gemv", {"reg", "pipe"}, {0, 1}, offsetof(kc_opts, gemv_kind)},
+    {"q8gemv", {"xs", "stream"}, {0, 1}, offsetof(kc_opts, q8kind)},
+    {"q8wide", {"stream", "nc", "smem", "xs"}, {0, 1, 2, 3}, offsetof(kc_opts, q8wide)},
+    {"ffn", {"split", "fused"}, {0, 1}, offsetof(kc_opts, ffn_fused)},
+    {"dot", {"q8", "f32"}, {1, 0}, offsetof(kc_opts, dot_q8)},
+};
+
+static const choice_opt *find_choice(const char *key)
+{
+    for (size_t i = 0; i < sizeof k_choices / sizeof k_choices[0]; i++)
+        if (!strcmp(k_choices[i].key, key)) return &k_choices[i];
+    return NULL;
+}
+
+/* o's field of c = the value of word val; else "options: KEY=VAL: expected a, b or c" */
+static int set_choice(const choice_opt *c, const char *val, kc_opts *o, char *err, size_t err_len)
+{
+    int n = 0;
+    while (n < 4 && c->words[n]) {
+        if (!strcmp(c->words[n], val)) {
+            *(int *)((char *)o + c->field) = c->values[n];
+            return 0;
+        }
+        n++;
+    }
+    char list[128] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i == 0 ? "" : i == n - 1 ? " or " : ", ",
+                 c->words[i]);
+    fmt_err(err, err_len, "options: %s=%s: expected %s", c->key, val, list);
+    return -1;
 }
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -133,66 +177,16 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         }
         *eq = 0;
         const char *val = eq + 1;
-        if (!strcmp(kv, "delta")) {
-            if (!strcmp(val, "auto")) o->delta = -1;
-            else if (!strcmp(val, "generic")) o->delta = 0;
-            else if (!strcmp(val, "reg")) o->delta = 1;
-            else {
-                fmt_err(err, err_len, "options: delta=%s: expected auto, generic or reg", val);
-                goto cleanup;
-            }
-            continue;
-        }
-        if (!strcmp(kv, "gemv")) {
-            if (!strcmp(val, "reg")) o->gemv_kind = 0;
-            else if (!strcmp(val, "pipe")) o->gemv_kind = 1;
-            else {
-                fmt_err(err, err_len, "options: gemv=%s: expected reg or pipe", val);
-                goto cleanup;
-            }
-            continue;
-        }
-        if (!strcmp(kv, "q8gemv")) {
-            if (!strcmp(val, "xs")) o->q8kind = 0;
-            else if (!strcmp(val, "stream")) o->q8kind = 1;
-            else {
-                fmt_err(err, err_len, "options: q8gemv=%s: expected xs or stream", val);
-                goto cleanup;
-            }
-            continue;
-        }
-        if (!strcmp(kv, "q8wide")) {
-            if (!strcmp(val, "stream")) o->q8wide = 0;
-            else if (!strcmp(val, "nc")) o->q8wide = 1;
-            else if (!strcmp(val, "smem")) o->q8wide = 2;
-            else if (!strcmp(val, "xs")) o->q8wide = 3;
-            else {
-                fmt_err(err, err_len, "options: q8wide=%s: expected stream, nc, smem or xs", val);
-                goto cleanup;
-            }
-            continue;
-        }
         if (!strcmp(kv, "profile") && !strcmp(val, "trace")) {
             o->profile = 2;
             continue;
         }
-        if (!strcmp(kv, "ffn")) {
-            if (!strcmp(val, "split")) o->ffn_fused = 0;
-            else if (!strcmp(val, "fused")) o->ffn_fused = 1;
-            else {
-                fmt_err(err, err_len, "options: ffn=%s: expected split or fused", val);
-                goto cleanup;
+        {
+            const choice_opt *c = find_choice(kv);
+            if (c) {
+                if (set_choice(c, val, o, err, err_len)) goto cleanup;
+                continue;
             }
-            continue;
-        }
-        if (!strcmp(kv, "dot")) {
-            if (!strcmp(val, "q8")) o->dot_q8 = 1;
-            else if (!strcmp(val, "f32")) o->dot_q8 = 0;
-            else {
-                fmt_err(err, err_len, "options: dot=%s: expected q8 or f32", val);
-                goto cleanup;
-            }
-            continue;
         }
         if (parse_u64(val, &v)) {
             fmt_err(err, err_len, "options: %s=%s: expected a non-negative integer", kv, val);

@@ -202,6 +202,24 @@ typedef struct q8_job {
     kc_pf pf; /* the next GEMV's weights (kc_set_prefetch_next) */
 } q8_job;
 
+/* which of the job's matrices row group gg falls in */
+__device__ __forceinline__ int q8_job_mat(const q8_job &job, int gg)
+{
+    int mi = 0;
+#pragma unroll
+    for (int i = 1; i < KC_Q8_MATS; i++)
+        if (i < job.n && gg >= job.gstart[i]) mi = i;
+    return mi;
+}
+
+/* xs (nb, 3 int4) = xq (nb,) by the whole block with loads that bypass L1 (xq is a predecessor's
+ * output, or this grid's, written before a grid barrier: see q8x_load_x), then a block barrier */
+__device__ __forceinline__ void q8_copy_x_smem(const kc_q8blk *xq, int nb, int4 *xs)
+{
+    for (int i = threadIdx.x; i < nb * 3; i += blockDim.x) xs[i] = __ldcg((const int4 *)xq + i);
+    __syncthreads();
+}
+
 /* y[i] (W[i].rows,) [+]= W[i] . x, x as xq (cols/32,) blocks. Rows past a matrix's end repeat its
  * last row's loads (in bounds) and are not stored. */
 template <int R, int U, int XM = XLOAD_CA>
@@ -216,7 +234,7 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8_kernel(const q8_job 
         kc_pdl_begin();
         return;
     }
-    int mi = 0;
+    int mi = 0; /* q8_job_mat inlined by hand: the measured default down projection's PTX (v13) */
 #pragma unroll
     for (int i = 1; i < KC_Q8_MATS; i++)
         if (i < job.n && gg >= job.gstart[i]) mi = i;
@@ -257,15 +275,11 @@ __global__ void __launch_bounds__(32 * Q8M_WARPS) matvec_q8s_kernel(const q8_job
     kc_pdl_begin();
     const int lane = threadIdx.x & 31, nb = job.W[0].cols / 32;
     const int total = job.gstart[job.n], stride = gridDim.x * Q8M_WARPS, w0 = blockIdx.x * Q8M_WARPS + (threadIdx.x >> 5);
-    for (int i = threadIdx.x; i < nb * 3; i += blockDim.x) xsm[i] = __ldca((const int4 *)xq + i);
-    __syncthreads();
+    q8_copy_x_smem(xq, nb, xsm);
     if (job.pf.nr && w0 >= total) pf_issue(job.pf, w0, stride);
     for (int gg = w0; gg < total; gg += stride) {
         if (job.pf.nr && gg + stride >= total) pf_issue(job.pf, w0, stride);
-        int mi = 0;
-#pragma unroll
-        for (int i = 1; i < KC_Q8_MATS; i++)
-            if (i < job.n && gg >= job.gstart[i]) mi = i;
+        const int mi = q8_job_mat(job, gg);
         const kc_mat &W = job.W[mi];
         const int rows = W.rows;
         const int r0 = (gg - job.gstart[mi]) * R;
@@ -414,15 +428,6 @@ __device__ __forceinline__ void q8x_load_x(const kc_q8blk *__restrict__ xq, int 
     }
 }
 
-/* which of the job's matrices row group gg falls in */
-__device__ __forceinline__ int q8_job_mat(const q8_job &job, int gg)
-{
-    int mi = 0;
-#pragma unroll
-    for (int i = 1; i < KC_Q8_MATS; i++)
-        if (i < job.n && gg >= job.gstart[i]) mi = i;
-    return mi;
-}
 
 /* the weights of the job's row gg (one row per warp step) into w, dw (q8x_load_w) */
 template <int NBL>
@@ -531,13 +536,6 @@ __device__ __forceinline__ float q8xs_dot(const uint4 (&w)[NBL], const float (&d
     return warp_sum(acc);
 }
 
-/* xs (nb, 3 int4) = xq (nb,) by the whole block with loads that bypass L1 (xq is a predecessor's
- * output, or this grid's, written before a grid barrier: see q8x_load_x), then a block barrier */
-__device__ __forceinline__ void q8_copy_x_smem(const kc_q8blk *xq, int nb, int4 *xs)
-{
-    for (int i = threadIdx.x; i < nb * 3; i += blockDim.x) xs[i] = __ldcg((const int4 *)xq + i);
-    __syncthreads();
-}
 
 /* the q8_job matrices, one row per warp step on a persistent grid (2 blocks per SM: <= 128
  * registers), x in dynamic shared memory ((cols/32) * 48 bytes); job.early as matvec_q8x_kernel.

@@ -1,15 +1,40 @@
 #!/bin/sh
-# cuda-engine: properties of libkestrel-cuda.so that hold without a GPU:
+# cuda-engine: properties of libkestrel-cuda.so (and the trace library) that hold without a GPU:
 # it exports exactly kestrel_engine_entry, links the CUDA runtime statically,
-# and records its build flags.
+# records its build flags, and parses its options before touching a device (so the
+# word-valued options' table is checked here: every word accepted, a wrong one named
+# with the list of the right ones, exit 2).
 . "$top_srcdir/tests/lib.sh"
 lib=$top_builddir/cuda/libkestrel-cuda.so
 [ -f "$lib" ] || skip_all "CUDA engine not configured (no cuda/libkestrel-cuda.so)"
 command -v nm >/dev/null 2>&1 || skip_all "no nm"
-plan 4
+plan 10
 exports=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort | tr '\n' ' ')
 is "kestrel_engine_entry " "$exports" "cuda-engine: exports exactly kestrel_engine_entry"
 ok "! ldd '$lib' | grep -q libcudart" "cuda-engine: CUDA runtime linked statically (no libcudart in ldd)"
 ok "grep -aq 'nvcc -arch=' '$lib'" "cuda-engine: build flags recorded in the library"
 ok "[ -L '$top_builddir/engines/libkestrel-cuda.so' ]" "cuda-engine: engines/libkestrel-cuda.so links to it"
+
+trace=$top_builddir/cuda/libkestrel-cuda-trace.so
+exports=$(nm -D --defined-only "$trace" 2>/dev/null | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort | tr '\n' ' ')
+is "kestrel_engine_entry " "$exports" "cuda-engine: the trace library exists and exports exactly kestrel_engine_entry"
+ok "[ -L '$top_builddir/engines/libkestrel-cuda-trace.so' ]" "cuda-engine: engines/libkestrel-cuda-trace.so links to it"
+
+# open with OPTIONS: "RC|first line" of kestrel-eval logits (no GPU needed for the options' errors)
+KE=$top_builddir/kestrel-eval
+opened() {
+    out=$(KESTREL_ENGINE_DIR=$top_builddir/engines "$KE" logits --engine cuda --model "$top_srcdir/tests/fixtures/mini27-q4_0.gguf" \
+        --tokens 1 --options "$1" --out "$T/l.npy" 2>&1)
+    echo "$?|$(printf '%s' "$out" | head -1)"
+}
+is "2|kestrel-eval: options: ffn=both: expected split or fused" "$(opened ffn=both)" "options: a wrong word of a two-word option is named with both"
+is "2|kestrel-eval: options: q8wide=big: expected stream, nc, smem or xs" "$(opened graph=1,q8wide=big)" \
+  "options: a wrong word of a four-word option is named with the list"
+is "2|kestrel-eval: options: delta=x: expected auto, generic or reg" "$(opened delta=x)" "options: delta's three words"
+bad=""
+for kv in delta=auto delta=generic delta=reg gemv=reg gemv=pipe q8gemv=xs q8gemv=stream q8wide=stream q8wide=nc \
+    q8wide=smem q8wide=xs ffn=split ffn=fused dot=q8 dot=f32 profile=trace profile=1; do
+    case $(opened "$kv") in *"options:"*) bad="$bad $kv" ;; esac
+done
+is "" "$bad" "options: every listed word is accepted (the open goes on to the device)"
 done_testing
