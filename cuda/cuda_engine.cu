@@ -22,7 +22,10 @@
  * with x read through the read-only path (A/B only: not PDL-safe), or a persistent grid with x in
  * shared memory, or (xs) the same with all of a row's loads in flight), ffn=split|fused (dot=q8: the
  * FFN as SwiGLU, quantize and down launches, or one persistent launch with grid barriers, for the
- * 2B/9B/27B widths), gemv_early=0|1 (x-stationary q8 GEMVs load their first row of weights before
+ * 2B/9B/27B widths), gdn=split|fused (dot=q8, kd = vd = 128: a GDN layer's conv/norm/beta prep and
+ * delta rule as two launches (default), or one with the v-heads of a k-head as a thread-block cluster:
+ * measured slower, PERF-NOTES v14),
+ * gemv_early=0|1 (x-stationary q8 GEMVs load their first row of weights before
  * waiting on the previous kernel, default 1), pf_next=MB (0..64: each q8 GEMV L2-prefetches the first MB megabytes of the next GEMV's weights
  * as its warps start their last row; 0 = off),
  * threads=N (accepted for suite compatibility, unused).
@@ -51,6 +54,7 @@ extern "C" {
 #define PF_NEXT_MB_DEFAULT 0 /* option pf_next: off, every size measured slower (PERF-NOTES v12 row 2) */
 #define FFN_FUSED_DEFAULT 0 /* option ffn: split until measured (PERF-NOTES v13) */
 #define GEMV_EARLY_DEFAULT 1 /* option gemv_early: on, ab 0.9755 against off (PERF-NOTES v12 row 6) */
+#define GDN_FUSED_DEFAULT 0 /* option gdn: split; fused measured slower, ab 1.0365 (PERF-NOTES v14 row 1) */
 
 #define MAT_TYPES ((1u << GGML_TYPE_F32) | (1u << GGML_TYPE_F16) | (1u << GGML_TYPE_BF16) | \
                    (1u << GGML_TYPE_Q8_0) | (1u << GGML_TYPE_Q4_0))
@@ -73,7 +77,7 @@ struct kestrel_engine {
 
 typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
-    int pf_next_mb, q8wide, gemv_early, ffn_fused;
+    int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -101,6 +105,7 @@ static const choice_opt k_choices[] = {
     {"q8gemv", {"xs", "stream"}, {0, 1}, offsetof(kc_opts, q8kind)},
     {"q8wide", {"stream", "nc", "smem", "xs"}, {0, 1, 2, 3}, offsetof(kc_opts, q8wide)},
     {"ffn", {"split", "fused"}, {0, 1}, offsetof(kc_opts, ffn_fused)},
+    {"gdn", {"split", "fused"}, {0, 1}, offsetof(kc_opts, gdn_fused)},
     {"dot", {"q8", "f32"}, {1, 0}, offsetof(kc_opts, dot_q8)},
 };
 
@@ -159,6 +164,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->q8wide = Q8WIDE_DEFAULT;
     o->gemv_early = GEMV_EARLY_DEFAULT;
     o->ffn_fused = FFN_FUSED_DEFAULT;
+    o->gdn_fused = GDN_FUSED_DEFAULT;
     o->q8kind = 0;
     o->gemv_unroll = 0;
     o->vram_limit = 0;
@@ -206,7 +212,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream, q8wide=stream|nc|smem|xs, ffn=split|fused, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream, q8wide=stream|nc|smem|xs, ffn=split|fused, gdn=split|fused, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -494,6 +500,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->q8wide = o.q8wide;
     e->m->gemv_early = o.gemv_early;
     e->m->ffn_fused = o.ffn_fused;
+    e->m->gdn_fused = o.gdn_fused;
     e->m->q8kind = o.q8kind;
     e->m->gemv_unroll = o.gemv_unroll;
     if (gguf_open(model_path, &f, err, err_len)) goto cleanup;

@@ -44,6 +44,22 @@ __device__ __forceinline__ float delta_column(float *s, int st, int kd, const fl
     return oa;
 }
 
+/* The gated RMS norm of one head's output o (vd threads; thread dv holds oa = o[i], i = head*vd + dv):
+ * y (vh, vd) = w * (o * rsqrt(mean(o^2) + eps)) * silu(z), quantised into yq (vh*vd/32,):
+ * gated_rmsnorm_q8's arithmetic in its order (block_sum over the same threads). red: 32 floats.
+ * vd comes at run time, as gated_rmsnorm_q8 has it (a constant would fold the mean into an fma). */
+__device__ __forceinline__ void gated_norm_q8_column(float oa, size_t i, int dv, int vd, const float *z,
+                                                     const float *__restrict__ w, float eps, float *__restrict__ y,
+                                                     kc_q8blk *__restrict__ yq, float *red)
+{
+    const float ss = block_sum(oa * oa, red);
+    const float inv = rsqrtf(ss / (float)vd + eps);
+    const float zz = z[i];
+    const float yv = w[dv] * (oa * inv) * (zz / (1.0f + expf(-zz)));
+    y[i] = yv;
+    q8_quantize_warp(yv, yq + i / 32);
+}
+
 /* S (vh, kd, vd); q, k (kh, kd); v, o (vh, vd); g, beta (vh,). grid = vh, dynamic smem 2*kd floats.
  * z != NULL (KDT == 128 only): the gated RMS norm of the head follows in the same block, y (vh, vd) =
  * w * (o * rsqrt(mean(o^2) + eps)) * silu(z), quantised into yq (vh*vd/32,): gated_rmsnorm_q8's
@@ -84,15 +100,145 @@ __global__ void delta_step_kernel(float *__restrict__ S, const float *q,
         o[(size_t)vi * KDT + dv] = oa;
         if (z) {
             __shared__ float red[32];
-            const size_t i = (size_t)vi * KDT + dv;
-            const float ss = block_sum(oa * oa, red);
-            const float inv = rsqrtf(ss / (float)vd + eps); /* vd == KDT here */
-            const float zz = z[i];
-            const float yv = w[dv] * (oa * inv) * (zz / (1.0f + expf(-zz)));
-            y[i] = yv;
-            q8_quantize_warp(yv, yq + i / 32);
+            gated_norm_q8_column(oa, (size_t)vi * KDT + dv, dv, vd, z, w, eps, y, yq, red); /* vd == KDT */
         }
     }
+}
+
+/* gdn_step: gdn_prep + delta_step_norm_q8 of one GDN layer in ONE launch (option gdn=fused; kd == vd
+ * == 128). One block of 128 threads per v-head; the r = vh / kh v-heads of one k-head (hk, hk + kh,
+ * ..., the tiled mapping) form one thread-block cluster. Thread t of every block computes channel t
+ * of its k-head's q and k (conv + SiLU from the history, L2 norm) itself, channel t of its own
+ * v-head's v (history advanced at once: no other block reads it) and its head's beta and g (from the
+ * f32 beta/alpha projections of xn, or from b, a when Wb is NULL); a cluster barrier then orders every
+ * block's reads of the q/k history before rank 0 advances it. The head's state S is copied into
+ * shared memory by cp.async as the kernel starts, so its round trip overlaps that arithmetic. Why: the
+ * gdn_prep launch cost 4.5 us per layer on the step's critical path (profile=trace, PERF-NOTES v13)
+ * for almost no work. Every value is computed by gdn_prep's and delta_step_kernel<128>'s code in
+ * their order (one value per thread, the same 128-thread block sums): bit-identical to the two
+ * launches (test_kernels). Grid vh blocks, cluster r, dynamic shared memory kd * vd floats. */
+#define GDN_DOT_U 10 /* float4 per thread of each projection row: D <= 4 * 128 * GDN_DOT_U = 5120 */
+__global__ void __launch_bounds__(128) gdn_step_kernel(const kc_gdn_step_args a)
+{
+    extern __shared__ float4 gdn_S4[]; /* (kd * vd / 4) the head's S */
+    __shared__ float sq[128], sk[128], red[32];
+    const int t = threadIdx.x, r = a.vh / a.kh, j = blockIdx.x % r, hk = blockIdx.x / r, vi = hk + j * a.kh;
+    const int C = a.C, K = a.K;
+    kc_pdl_begin();
+    float *Sg = a.S + (size_t)vi * 128 * 128;
+    {
+        const unsigned sb = (unsigned)__cvta_generic_to_shared(gdn_S4);
+        for (int i = t; i < 128 * 128 / 4; i += 128)
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(sb + 16u * (unsigned)i), "l"(Sg + 4 * i)
+                         : "memory");
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    }
+    /* the beta/alpha projection rows of head vi and xn, every load issued before any is used (the
+     * first build looped over them one round trip per iteration: 15.5 us per layer, PERF-NOTES v14) */
+    float4 bv[GDN_DOT_U], av[GDN_DOT_U], xv[GDN_DOT_U];
+    const int n4 = a.Wb ? a.D / 4 : 0;
+    if (a.Wb) {
+        const float4 *wb = (const float4 *)(a.Wb + (size_t)vi * a.D), *wa = (const float4 *)(a.Wa + (size_t)vi * a.D);
+        const float4 *x4 = (const float4 *)a.xn; /* the predecessor's output: coherent loads */
+#pragma unroll
+        for (int u = 0; u < GDN_DOT_U; u++) {
+            const int i = t + 128 * u;
+            if (i < n4) {
+                bv[u] = __ldg(wb + i);
+                av[u] = __ldg(wa + i);
+                xv[u] = x4[i];
+            }
+        }
+    }
+    /* conv + SiLU: q and k of head hk (history only read), v of head vi (own channel: advanced) */
+    const int cq = hk * 128 + t, ck = a.kh * 128 + cq, cv = 2 * a.kh * 128 + vi * 128 + t;
+    const float vq = conv_value(a.x, a.hist, a.conv_w, C, K, cq);
+    const float vk = conv_value(a.x, a.hist, a.conv_w, C, K, ck);
+    const float vv = conv_channel(a.x, a.hist, a.conv_w, a.conv, C, K, cv);
+    /* L2 norms as gdn_prep's head blocks (one value per thread of 128); the projections as its row
+     * blocks (thread t: columns 4(t + 128u).., in u order); the four block sums in one pass, each
+     * with block_sum's tree */
+    float ssq = 0.0f, ssk = 0.0f, sb = 0.0f, sa = 0.0f;
+    ssq += vq * vq;
+    ssk += vk * vk;
+    if (a.Wb) {
+#pragma unroll
+        for (int u = 0; u < GDN_DOT_U; u++) {
+            if (t + 128 * u < n4) {
+                sb += bv[u].x * xv[u].x;
+                sb += bv[u].y * xv[u].y;
+                sb += bv[u].z * xv[u].z;
+                sb += bv[u].w * xv[u].w;
+                sa += av[u].x * xv[u].x;
+                sa += av[u].y * xv[u].y;
+                sa += av[u].z * xv[u].z;
+                sa += av[u].w * xv[u].w;
+            }
+        }
+    }
+    {
+        __shared__ float4 red4[32];
+        float4 v4 = make_float4(warp_sum(ssq), warp_sum(ssk), warp_sum(sb), warp_sum(sa));
+        if ((t & 31) == 0) red4[t >> 5] = v4;
+        __syncthreads();
+        v4 = (t & 31) < 4 ? red4[t & 31] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        ssq = warp_sum(v4.x);
+        ssk = warp_sum(v4.y);
+        sb = warp_sum(v4.z);
+        sa = warp_sum(v4.w);
+    }
+    const float invq = rsqrtf(ssq + 1e-6f) * a.qscale, invk = rsqrtf(ssk + 1e-6f) * 1.0f;
+    sq[t] = vq * invq;
+    sk[t] = vk * invk;
+    if (j == 0) { /* the values gdn_prep stores (readback, the unfused path's inputs) */
+        a.conv[cq] = vq;
+        a.conv[ck] = vk;
+        a.qn[cq] = sq[t];
+        a.kn[cq] = sk[t];
+    }
+    /* beta and g of head vi */
+    float bt, gv;
+    if (a.Wb) { /* gdn_prep's formulas on the projections */
+        bt = 1.0f / (1.0f + expf(-sb));
+        const float xa = sa + a.dt_bias[vi];
+        const float sp = xa > 20.0f ? xa : log1pf(expf(xa));
+        gv = a.ssm_a[vi] * sp;
+        if (t == 0) {
+            a.b[vi] = sb;
+            a.a[vi] = sa;
+        }
+    } else { /* beta_g_one's formulas on b, a from the projections' launch */
+        const float xa = a.a[vi] + a.dt_bias[vi];
+        const float sp = xa > 20.0f ? xa : log1pf(expf(xa));
+        gv = a.ssm_a[vi] * sp;
+        bt = 1.0f / (1.0f + expf(-a.b[vi]));
+    }
+    if (t == 0) {
+        a.beta[vi] = bt;
+        a.g[vi] = gv;
+    }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (r > 1) { /* every block of the cluster has read the q/k history */
+        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    }
+#endif
+    if (j == 0) {
+        conv_advance(a.hist, C, K, cq, a.x[cq]);
+        conv_advance(a.hist, C, K, ck, a.x[ck]);
+    }
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    __syncthreads(); /* S, sq, sk */
+    const float *sS = (const float *)gdn_S4;
+    float Sr[128];
+#pragma unroll
+    for (int dk = 0; dk < 128; dk++) Sr[dk] = sS[dk * 128 + t];
+    const float alpha = expf(gv);
+    const float oa = delta_column<128>(Sr, 1, 128, sk, sq, alpha, bt, vv);
+#pragma unroll
+    for (int dk = 0; dk < 128; dk++) Sg[(size_t)dk * 128 + t] = Sr[dk];
+    a.o[(size_t)vi * 128 + t] = oa;
+    gated_norm_q8_column(oa, (size_t)vi * 128 + t, t, a.vd, a.z, a.w, a.eps, a.y, a.yq, red);
 }
 
 #endif

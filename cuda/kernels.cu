@@ -45,25 +45,42 @@ cudaError_t kc_set_trace(const kc_trace *tr)
 #endif
 
 /* Launch a kernel of the decode step (every one starts with kc_pdl_begin): with the PDL
- * attribute when kc_set_pdl(1). */
+ * attribute when kc_set_pdl(1); cluster > 1: in thread-block clusters of that many blocks. */
 template <typename... P, typename... A>
-static void kc_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, A... args)
+static void kc_launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, int cluster, cudaStream_t st,
+                              A... args)
 {
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute at[2];
+    unsigned na = 0;
+    if (g_pdl) {
+        at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        at[na++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster > 1) { /* thread-block clusters of `cluster` consecutive blocks along x */
+        at[na].id = cudaLaunchAttributeClusterDimension;
+        at[na].val.clusterDim.x = (unsigned)cluster;
+        at[na].val.clusterDim.y = 1;
+        at[na++].val.clusterDim.z = 1;
+    }
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = st;
     cfg.attrs = at;
-    cfg.numAttrs = g_pdl ? 1 : 0;
+    cfg.numAttrs = na;
     if (g_log) {
         if (*g_log_len < g_log_cap) g_log[*g_log_len] = g_log_name;
         ++*g_log_len;
     }
     (void)cudaLaunchKernelEx(&cfg, kernel, args...); /* the launcher returns cudaGetLastError() */
+}
+
+/* kc_launch_cluster without clusters: every step kernel but gdn_step */
+template <typename... P, typename... A>
+static void kc_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t st, A... args)
+{
+    kc_launch_cluster(kernel, grid, block, smem, 1, st, args...);
 }
 
 #define GGML_F32 0u
@@ -1001,9 +1018,12 @@ cudaError_t kc_rmsnorm(const float *x, int xs, const float *w, float *y, int ys,
 __global__ void rmsnorm8_q8_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
                                    kc_q8blk *__restrict__ yq, int n, float eps)
 {
-    kc_pdl_begin();
     __shared__ float sh[32];
     const int t = threadIdx.x;
+    /* the norm's weights before the PDL wait: they never change during a run, so their round trip
+     * overlaps the predecessor's tail (the x-stationary GEMVs' rule, docs/cuda-engine.md "PDL") */
+    const float4 wa = __ldg((const float4 *)w + 2 * t), wb = __ldg((const float4 *)w + 2 * t + 1);
+    kc_pdl_begin();
     /* x is the previous kernel's output: ld.global.ca, not the read-only path (PDL; q8x_load_x) */
     const float4 a = __ldca((const float4 *)x + 2 * t), b = __ldca((const float4 *)x + 2 * t + 1);
     float ss = a.x * a.x;
@@ -1016,7 +1036,6 @@ __global__ void rmsnorm8_q8_kernel(const float *__restrict__ x, const float *__r
     ss += b.w * b.w;
     ss = block_sum(ss, sh);
     const float inv = rsqrtf(ss / (float)n + eps);
-    const float4 wa = ((const float4 *)w)[2 * t], wb = ((const float4 *)w)[2 * t + 1];
     const float v[8] = {a.x * inv * wa.x, a.y * inv * wa.y, a.z * inv * wa.z, a.w * inv * wa.w,
                         b.x * inv * wb.x, b.y * inv * wb.y, b.z * inv * wb.z, b.w * inv * wb.w};
     ((float4 *)y)[2 * t] = make_float4(v[0], v[1], v[2], v[3]);
@@ -1152,6 +1171,26 @@ cudaError_t kc_gdn_beta_g(const float *b, const float *a, const float *ssm_a, co
     return cudaGetLastError();
 }
 
+/* channel c of conv_step without touching the history: silu(conv) (gdn_step_kernel, which advances
+ * the q/k history only after every block of a cluster has read it) - conv_channel's arithmetic */
+__device__ __forceinline__ float conv_value(const float *x, const float *hist, const float *__restrict__ w, int C,
+                                            int K, int c)
+{
+    const float *wc = w + (size_t)c * K;
+    const float raw = x[c];
+    float acc = 0.0f;
+    for (int j = 0; j < K - 1; j++) acc += wc[j] * hist[(size_t)j * C + c];
+    acc += wc[K - 1] * raw;
+    return acc / (1.0f + expf(-acc));
+}
+
+/* channel c's history (K-1, C) advanced by one step, raw the newest input */
+__device__ __forceinline__ void conv_advance(float *hist, int C, int K, int c, float raw)
+{
+    for (int j = 0; j + 1 < K - 1; j++) hist[(size_t)j * C + c] = hist[(size_t)(j + 1) * C + c];
+    if (K > 1) hist[(size_t)(K - 2) * C + c] = raw;
+}
+
 /* channel c of conv_step: y[c] = silu(conv), history advanced; returns y[c]
  * (shared by conv_step_kernel and gdn_prep_kernel) */
 __device__ __forceinline__ float conv_channel(const float *x, float *__restrict__ hist,
@@ -1192,6 +1231,7 @@ cudaError_t kc_conv_step(const float *x, float *hist, const float *w, float *y, 
  * Blocks [0, kh): q head h (channels h*kd..): conv, then l2norm * qscale into qn;
  *        [kh, 2kh): k head; then ceil(vh*vd / T) blocks of v channels (conv only);
  *        then ceil(vh / T) blocks of beta/g. */
+#define PREP_W 10 /* float4 per thread of a beta/alpha row loaded before the wait: the whole 5120 row at 128 threads */
 __global__ void gdn_prep_kernel(const float *x, float *__restrict__ hist, const float *__restrict__ w,
                                 float *__restrict__ y, int C, int K, int kh, int kd, float qscale,
                                 float *__restrict__ qn, float *__restrict__ kn, const float *b,
@@ -1200,10 +1240,24 @@ __global__ void gdn_prep_kernel(const float *x, float *__restrict__ hist, const 
                                 int vh, const float *xn, const float *__restrict__ Wb,
                                 const float *__restrict__ Wa, int D)
 {
-    kc_pdl_begin();
     __shared__ float sh[32];
     const int T = blockDim.x, blk = blockIdx.x;
     const int nqk = 2 * kh, nv = (C - nqk * kd + T - 1) / T;
+    /* a projection row block: the first PREP_W float4 per thread of its weight row before the PDL
+     * wait (weights never change during a run: docs/cuda-engine.md "PDL"), so that HBM round trip
+     * overlaps the qkv+z GEMV's tail */
+    float4 wpre[PREP_W];
+    const float4 *wr = NULL;
+    if (Wb && blk >= nqk + nv) {
+        const int r = blk - nqk - nv, h = r < vh ? r : r - vh;
+        wr = (const float4 *)((r < vh ? Wb : Wa) + (size_t)h * D);
+#pragma unroll
+        for (int u = 0; u < PREP_W; u++) {
+            const int i = threadIdx.x + T * u;
+            wpre[u] = i < D / 4 ? __ldg(wr + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+    }
+    kc_pdl_begin();
     if (blk < nqk) { /* one q or k head: conv of its kd channels, then its L2 norm */
         const int c0 = blk * kd;
         float ss = 0.0f;
@@ -1223,9 +1277,20 @@ __global__ void gdn_prep_kernel(const float *x, float *__restrict__ hist, const 
         if (i < vh) beta_g_one(b, a, ssm_a, dt_bias, beta, g, i);
     } else { /* one projection row of xn (f32, D): r < vh beta row r -> b, beta; else alpha row -> a, g */
         const int r = blk - nqk - nv, h = r < vh ? r : r - vh;
-        const float4 *wr = (const float4 *)((r < vh ? Wb : Wa) + (size_t)h * D), *x4 = (const float4 *)xn;
+        const float4 *x4 = (const float4 *)xn;
         float sd = 0.0f;
-        for (int i = threadIdx.x; i < D / 4; i += T) {
+#pragma unroll
+        for (int u = 0; u < PREP_W; u++) { /* the same order as the loop below would take them */
+            const int i = threadIdx.x + T * u;
+            if (i < D / 4) {
+                const float4 wv = wpre[u], xv = x4[i];
+                sd += wv.x * xv.x;
+                sd += wv.y * xv.y;
+                sd += wv.z * xv.z;
+                sd += wv.w * xv.w;
+            }
+        }
+        for (int i = threadIdx.x + T * PREP_W; i < D / 4; i += T) {
             const float4 wv = wr[i], xv = x4[i];
             sd += wv.x * xv.x;
             sd += wv.y * xv.y;
@@ -1277,6 +1342,28 @@ cudaError_t kc_delta_step(float *S, const float *q, const float *k, const float 
         kc_launch(delta_step_kernel<0>, vh, vd < 256 ? ((vd + 31) / 32) * 32 : 256, smem, st, S, q, k, v, g, beta,
                   o, kh, kd, vh, vd, (const float *)NULL, (const float *)NULL, 0.0f, (float *)NULL,
                   (kc_q8blk *)NULL);
+    return cudaGetLastError();
+}
+
+int kc_gdn_step_supported(int kh, int kd, int vh, int vd, int D)
+{
+    return kd == 128 && vd == 128 && kh > 0 && vh % kh == 0 && vh / kh <= 8 && D <= 4 * 128 * GDN_DOT_U;
+}
+
+cudaError_t kc_gdn_step(const kc_gdn_step_args *a, cudaStream_t st)
+{
+    static int smem_ok; /* the 64 KB of S need the opt-in above 48 KB, once per process */
+    const size_t smem = (size_t)128 * 128 * sizeof(float);
+    if (!kc_gdn_step_supported(a->kh, a->kd, a->vh, a->vd, a->D) || a->C != 2 * a->kh * 128 + a->vh * 128 || a->K < 1 ||
+        !a->z || !a->w || !a->y || !a->yq ||
+        (a->Wb && (!a->Wa || !a->xn || a->D <= 0 || a->D % 4 || a->D > 4 * 128 * GDN_DOT_U)))
+        return cudaErrorInvalidValue;
+    if (!smem_ok) {
+        const cudaError_t e = cudaFuncSetAttribute(gdn_step_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+        if (e != cudaSuccess) return e;
+        smem_ok = 1;
+    }
+    kc_launch_cluster(gdn_step_kernel, a->vh, 128, smem, a->vh / a->kh, st, *a);
     return cudaGetLastError();
 }
 

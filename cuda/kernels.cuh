@@ -262,6 +262,34 @@ cudaError_t kc_delta_step_norm_q8(float *S, const float *q, const float *k, cons
                                   const float *beta, float *o, const float *z, const float *w, float eps,
                                   float *y, kc_q8blk *yq, int kh, int kd, int vh, int vd, cudaStream_t st);
 
+/* One GDN layer's gdn_prep + kc_delta_step_norm_q8 in ONE launch (gdn_step_kernel), bit-identical
+ * to the two: the same pointers and shapes as those two calls (v = conv + 2*kh*kd, qn/kn/conv/hist
+ * as kc_gdn_prep writes them; Wb NULL: b, a are inputs). kd == vd == 128, vh % kh == 0,
+ * vh / kh <= 8, D <= 5120 (kc_gdn_step_supported): the v-heads of one k-head run as one thread-block
+ * cluster. */
+typedef struct kc_gdn_step_args {
+    const float *x;      /* (C,) the raw qkv projection */
+    float *hist;         /* (K-1, C) conv history, advanced */
+    const float *conv_w; /* (C, K) */
+    float *conv;         /* (C,) after conv + SiLU (q | k | v) */
+    float *qn, *kn;      /* (kh, kd) normed q (times qscale), k */
+    float *b, *a;        /* (vh,) beta/alpha projections: outputs when Wb, else inputs */
+    const float *ssm_a, *dt_bias; /* (vh,) */
+    float *beta, *g;     /* (vh,) */
+    const float *xn;     /* (D,) normed layer input, when Wb */
+    const float *Wb, *Wa; /* (vh, D) f32 projections, or NULL */
+    float *S;            /* (vh, kd, vd) state, updated */
+    float *o;            /* (vh, vd) delta-rule output */
+    const float *z;      /* (vh, vd) gate */
+    const float *w;      /* (vd,) ssm_norm weight */
+    float *y;            /* (vh, vd) gated norm output */
+    kc_q8blk *yq;        /* (vh*vd/32,) y quantised */
+    float qscale, eps;
+    int C, K, kh, kd, vh, vd, D;
+} kc_gdn_step_args;
+int kc_gdn_step_supported(int kh, int kd, int vh, int vd, int D); /* D: the width of the projections' xn */
+cudaError_t kc_gdn_step(const kc_gdn_step_args *a, cudaStream_t st);
+
 /* ---- attention ---- */
 /* twin rope_neox: rotate_half RoPE on the first rd channels of each head.
  * x (nh, hd) in place; pos: device (1,). */

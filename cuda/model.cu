@@ -505,6 +505,46 @@ cleanup:
     return rc;
 }
 
+/* kc_gdn_step's arguments for GDN layer L: the buffers and shapes gdn_prep and delta_step_norm_q8
+ * take in kc_layer_step */
+static void gdn_step_args(const kc_model *m, const kc_layer *L, float *S, float *hist, int prep_ba,
+                          kc_gdn_step_args *a)
+{
+    const kc_dims *d = &m->dm;
+    const kc_gdn_scratch *g = &m->gs[L->gdn_index];
+    memset(a, 0, sizeof *a);
+    a->x = g->raw;
+    a->hist = hist;
+    a->conv_w = L->conv_w;
+    a->conv = g->conv;
+    a->qn = g->qn;
+    a->kn = g->kn;
+    a->b = g->b;
+    a->a = g->a;
+    a->ssm_a = L->ssm_a;
+    a->dt_bias = L->dt_bias;
+    a->beta = g->beta;
+    a->g = g->g;
+    a->xn = prep_ba ? m->xn : NULL;
+    a->Wb = prep_ba ? (const float *)L->beta_w.data : NULL;
+    a->Wa = prep_ba ? (const float *)L->alpha_w.data : NULL;
+    a->S = S;
+    a->o = g->o;
+    a->z = g->z;
+    a->w = L->ssm_norm;
+    a->y = g->o_norm;
+    a->yq = m->xq;
+    a->qscale = 1.0f / sqrtf((float)d->kd);
+    a->eps = d->eps;
+    a->C = d->conv_dim;
+    a->K = d->conv_k;
+    a->kh = d->kh;
+    a->kd = d->kd;
+    a->vh = d->vh;
+    a->vd = d->vd;
+    a->D = d->n_embd;
+}
+
 int kc_layer_step(kc_model *m, int l)
 {
     int rc = -1;
@@ -548,28 +588,35 @@ int kc_layer_step(kc_model *m, int l)
             RUN(kname(nm, sizeof nm, "matvec", &L->beta_w), kc_matvec(&L->beta_w, m->xn, g->b, 0, st));
             RUN(kname(nm, sizeof nm, "matvec", &L->alpha_w), kc_matvec(&L->alpha_w, m->xn, g->a, 0, st));
         }
-        /* beta/g, conv + SiLU, L2 norms of q and k: one launch (bit-identical to the four); prep_ba: also
-         * the beta/alpha projections */
-        RUN("gdn_prep", kc_gdn_prep(g->raw, hist, L->conv_w, g->conv, C, K, d->kh, d->kd,
-                                    1.0f / sqrtf((float)d->kd), g->qn, g->kn, g->b, g->a, L->ssm_a, L->dt_bias,
-                                    g->beta, g->g, d->vh, prep_ba ? m->xn : NULL,
-                                    prep_ba ? (const float *)L->beta_w.data : NULL,
-                                    prep_ba ? (const float *)L->alpha_w.data : NULL, D, st));
         const int q8_out = q8_path(m, &L->out) && d->vd % 32 == 0;
-        if (q8_out && variant) { /* delta + gated norm + quantisation: one launch */
-            RUN("delta_step_norm_q8",
-                kc_delta_step_norm_q8(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o,
-                                      g->z, L->ssm_norm, d->eps, g->o_norm, m->xq, d->kh, d->kd, d->vh, d->vd, st));
+        if (m->gdn_fused && q8_out && variant == 1 && kc_gdn_step_supported(d->kh, d->kd, d->vh, d->vd, D)) {
+            /* option gdn=fused: gdn_prep and delta_step_norm_q8 below as ONE launch, same bits */
+            kc_gdn_step_args ga;
+            gdn_step_args(m, L, S, hist, prep_ba, &ga);
+            RUN("gdn_step", kc_gdn_step(&ga, st));
         } else {
-            RUN(variant ? "delta_step_reg" : "delta_step",
-                kc_delta_step(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o, d->kh,
-                              d->kd, d->vh, d->vd, variant, st));
-            if (q8_out)
-                RUN("gated_rmsnorm_q8",
-                    kc_gated_rmsnorm_q8(g->o, g->z, L->ssm_norm, g->o_norm, m->xq, d->vh, d->vd, d->eps, st));
-            else
-                RUN("gated_rmsnorm",
-                    kc_gated_rmsnorm(g->o, g->z, L->ssm_norm, g->o_norm, d->vh, d->vd, d->eps, st));
+            /* beta/g, conv + SiLU, L2 norms of q and k: one launch (bit-identical to the four); prep_ba: also
+             * the beta/alpha projections */
+            RUN("gdn_prep", kc_gdn_prep(g->raw, hist, L->conv_w, g->conv, C, K, d->kh, d->kd,
+                                        1.0f / sqrtf((float)d->kd), g->qn, g->kn, g->b, g->a, L->ssm_a, L->dt_bias,
+                                        g->beta, g->g, d->vh, prep_ba ? m->xn : NULL,
+                                        prep_ba ? (const float *)L->beta_w.data : NULL,
+                                        prep_ba ? (const float *)L->alpha_w.data : NULL, D, st));
+            if (q8_out && variant) { /* delta + gated norm + quantisation: one launch */
+                RUN("delta_step_norm_q8",
+                    kc_delta_step_norm_q8(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o,
+                                          g->z, L->ssm_norm, d->eps, g->o_norm, m->xq, d->kh, d->kd, d->vh, d->vd, st));
+            } else {
+                RUN(variant ? "delta_step_reg" : "delta_step",
+                    kc_delta_step(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o, d->kh,
+                                  d->kd, d->vh, d->vd, variant, st));
+                if (q8_out)
+                    RUN("gated_rmsnorm_q8",
+                        kc_gated_rmsnorm_q8(g->o, g->z, L->ssm_norm, g->o_norm, m->xq, d->vh, d->vd, d->eps, st));
+                else
+                    RUN("gated_rmsnorm",
+                        kc_gated_rmsnorm(g->o, g->z, L->ssm_norm, g->o_norm, d->vh, d->vd, d->eps, st));
+            }
         }
         {
             const kc_mat *W[1] = {&L->out};

@@ -781,6 +781,120 @@ static void test_gemv_q4_rpw(void)
     kc_model_free(m);
 }
 
+/* gdn_step (option gdn=fused: one launch, the v-heads of a k-head as a cluster) vs gdn_prep +
+ * delta_step_norm_q8: every output bit-identical over several steps — S, the conv history, conv,
+ * qn, kn, beta, g, b, a, o, y, yq — with b, a given (wb 0) or projected from xn in the kernel (wb 1) */
+static void test_gdn_step(int kh, int vh, int wb, int steps)
+{
+    const int kd = 128, vd = 128, K = 4, D = 1024, C = 2 * kh * kd + vh * vd;
+    const size_t nh = (size_t)(K - 1) * C, nS = (size_t)vh * kd * vd, nv = (size_t)vh * vd, nq = (size_t)kh * kd;
+    float *w = hnew((size_t)C * K), *hist = hnew(nh), *x = hnew(C), *p = hnew(2 * vh), *S = hnew(nS);
+    float *Wab = hnew((size_t)2 * vh * D), *xn = hnew(D), *z = hnew(nv), *nw = hnew(vd), *ab = hnew(2 * vh);
+    fill(w, (size_t)C * K, -1, 1);
+    fill(hist, nh, -1, 1);
+    fill(p, vh, -8, -0.01f);
+    fill(p + vh, vh, -2, 2);
+    fill(S, nS, -0.5f, 0.5f);
+    fill(Wab, (size_t)2 * vh * D, -0.05f, 0.05f);
+    fill(nw, vd, 0.5f, 1.5f);
+    float *dw = dup_f(w, (size_t)C * K), *dp = dup_f(p, 2 * vh), *dWab = dup_f(Wab, (size_t)2 * vh * D);
+    float *dnw = dup_f(nw, vd), *dx = (float *)dnew(C * 4), *dxn = (float *)dnew(D * 4), *dz = (float *)dnew(nv * 4);
+    /* per side: hist, S, then the outputs conv | qn | kn | beta | g | b | a | o | y, then yq */
+    float *dh[2], *dS[2], *dout[2];
+    kc_q8blk *dyq[2];
+    const size_t outn = (size_t)C + 2 * nq + 4 * vh + 2 * nv;
+    for (int i = 0; i < 2; i++) {
+        dh[i] = dup_f(hist, nh);
+        dS[i] = dup_f(S, nS);
+        dout[i] = (float *)dnew(outn * 4);
+        dyq[i] = (kc_q8blk *)dnew(nv / 32 * sizeof(kc_q8blk));
+    }
+    float *h0 = hnew(outn), *h1 = hnew(outn);
+    kc_q8blk *q0 = (kc_q8blk *)malloc(nv / 32 * sizeof(kc_q8blk)), *q1 = (kc_q8blk *)malloc(nv / 32 * sizeof(kc_q8blk));
+    size_t bad = 0, badq = 0;
+    for (int s = 0; s < steps; s++) {
+        fill(x, C, -2, 2);
+        fill(xn, D, -2, 2);
+        fill(z, nv, -3, 3);
+        fill(ab, 2 * vh, -30, 30);
+        T_CK(cudaMemcpy(dx, x, C * 4, cudaMemcpyHostToDevice));
+        T_CK(cudaMemcpy(dxn, xn, D * 4, cudaMemcpyHostToDevice));
+        T_CK(cudaMemcpy(dz, z, nv * 4, cudaMemcpyHostToDevice));
+        for (int i = 0; i < 2; i++) {
+            poison(dout[i], outn * 4);
+            poison(dyq[i], nv / 32 * sizeof(kc_q8blk));
+            float *o = dout[i];
+            kc_gdn_step_args a;
+            memset(&a, 0, sizeof a);
+            a.x = dx;
+            a.hist = dh[i];
+            a.conv_w = dw;
+            a.conv = o;
+            a.qn = o + C;
+            a.kn = a.qn + nq;
+            a.beta = a.kn + nq;
+            a.g = a.beta + vh;
+            a.b = a.g + vh;
+            a.a = a.b + vh;
+            a.o = a.a + vh;
+            a.y = a.o + nv;
+            a.ssm_a = dp;
+            a.dt_bias = dp + vh;
+            a.xn = wb ? dxn : NULL;
+            a.Wb = wb ? dWab : NULL;
+            a.Wa = wb ? dWab + (size_t)vh * D : NULL;
+            a.S = dS[i];
+            a.z = dz;
+            a.w = dnw;
+            a.yq = dyq[i];
+            a.qscale = 1.0f / sqrtf((float)kd);
+            a.eps = 1e-6f;
+            a.C = C;
+            a.K = K;
+            a.kh = kh;
+            a.kd = kd;
+            a.vh = vh;
+            a.vd = vd;
+            a.D = D;
+            if (!wb) { /* b, a are inputs */
+                T_CK(cudaMemcpy(a.b, ab, vh * 4, cudaMemcpyHostToDevice));
+                T_CK(cudaMemcpy(a.a, ab + vh, vh * 4, cudaMemcpyHostToDevice));
+            }
+            if (i == 0) {
+                T_CK(kc_gdn_prep(a.x, a.hist, a.conv_w, a.conv, C, K, kh, kd, a.qscale, a.qn, a.kn, a.b, a.a, a.ssm_a,
+                                 a.dt_bias, a.beta, a.g, vh, a.xn, a.Wb, a.Wa, D, 0));
+                T_CK(kc_delta_step_norm_q8(a.S, a.qn, a.kn, a.conv + 2 * nq, a.g, a.beta, a.o, a.z, a.w, a.eps, a.y,
+                                           a.yq, kh, kd, vh, vd, 0));
+            } else {
+                T_CK(kc_gdn_step(&a, 0));
+            }
+        }
+        get_f(h0, dout[0], outn);
+        get_f(h1, dout[1], outn);
+        bad += n_unequal(h0, h1, outn);
+        T_CK(cudaMemcpy(q0, dyq[0], nv / 32 * sizeof(kc_q8blk), cudaMemcpyDeviceToHost));
+        T_CK(cudaMemcpy(q1, dyq[1], nv / 32 * sizeof(kc_q8blk), cudaMemcpyDeviceToHost));
+        badq += memcmp(q0, q1, nv / 32 * sizeof(kc_q8blk)) != 0;
+    }
+    float *g0 = hnew(nS), *g1 = hnew(nS);
+    get_f(g0, dS[0], nS);
+    get_f(g1, dS[1], nS);
+    const size_t badS = n_unequal(g0, g1, nS);
+    get_f(g0, dh[0], nh);
+    get_f(g1, dh[1], nh);
+    const size_t badh = n_unequal(g0, g1, nh);
+    ok(bad == 0 && badq == 0 && badS == 0 && badh == 0,
+       "bitexact gdn_step (kh %d, vh %d: clusters of %d; beta/alpha %s) vs gdn_prep + delta_step_norm_q8 over %d "
+       "steps: %zu/%zu outputs, %zu yq, %zu/%zu S, %zu/%zu history unequal",
+       kh, vh, vh / kh, wb ? "projected in the kernel" : "given", steps, bad, outn * steps, badq, badS, nS, badh, nh);
+    free(w); free(hist); free(x); free(p); free(S); free(Wab); free(xn); free(z); free(nw); free(ab);
+    free(h0); free(h1); free(q0); free(q1); free(g0); free(g1);
+    cudaFree(dw); cudaFree(dp); cudaFree(dWab); cudaFree(dnw); cudaFree(dx); cudaFree(dxn); cudaFree(dz);
+    for (int i = 0; i < 2; i++) {
+        cudaFree(dh[i]); cudaFree(dS[i]); cudaFree(dout[i]); cudaFree(dyq[i]);
+    }
+}
+
 /* gdn_prep (one launch) vs gdn_beta_g + conv_step + l2norm x2: bit-identical outputs and history */
 static void test_gdn_prep(int kh, int kd, int vh, int vd)
 {
@@ -1585,12 +1699,17 @@ int main(int argc, char **argv)
     test_ffn(5120, 17408); /* 27B shape */
     test_gdn_prep(16, 128, 48, 128); /* 27B shape */
     test_gdn_prep(4, 32, 4, 48);     /* minivk shape */
+    test_gdn_step(16, 48, 1, 4); /* 27B shape (clusters of 3), beta/alpha projected in the kernel */
+    test_gdn_step(16, 48, 0, 3); /* the same, b and a given */
+    test_gdn_step(16, 32, 1, 3); /* 9B shape: clusters of 2 */
+    test_gdn_step(4, 4, 0, 3);   /* vh == kh: no cluster */
     test_delta(16, 48, 128, 128, 64); /* 27B shape: both variants */
     test_delta(4, 4, 32, 48, 16);     /* minivk shape: generic only */
     test_delta(2, 6, 128, 128, 16);   /* mini27 shape */
     test_engine("mini27-f32.gguf", "");
     test_engine("mini27-q4_0.gguf", "");           /* dot=q8: the integer-dot GEMVs */
     test_engine("mini27-q4_0.gguf", ",dot=f32");   /* the exact-activation q4_0 GEMVs */
+    test_engine("mini27-q4_0.gguf", ",gdn=fused"); /* gdn_prep + delta rule as one clustered launch */
     test_engine("mini27-q4_0.gguf", ",q8gemv=stream,q8wide=smem,pf_next=1"); /* x in shared memory, prefetch */
     test_engine("minivk-q8_0.gguf", "");
     test_trace("mini27-q4_0.gguf");

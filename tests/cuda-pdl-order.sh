@@ -7,7 +7,8 @@
 # the rule wherever nvcc is (CI has no GPU); how ptxas schedules read-only loads (the hazard found
 # in issue 6 v11) only a GPU run shows: tools/gpu_check.sh's 2B-wide bit-for-bit step.
 # One exception: the x-stationary q8 GEMVs (option gemv_early), the xs GEMV (q8wide=xs) and the
-# fused FFN (ffn=fused) — EARLY below — load their first row of WEIGHTS before the wait; weights never change during a run, and they are read through the
+# fused FFN (ffn=fused), rmsnorm8_q8 (its norm weights) and gdn_prep (its beta/alpha rows) — EARLY
+# below — load WEIGHTS before the wait; weights never change during a run, and they are read through the
 # read-only path, so in those kernels ld.global.nc may come first — any other access may not (their
 # x, the predecessor's output, is read by ld.global.ca after the wait).
 # The checker is first run on three synthetic PTX texts, one with each violation, so it can fail.
@@ -19,7 +20,7 @@ plan 6
 # Kernels launched with <<< >>> (no PDL attribute): exempt.
 EXEMPT=$(sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\)<<<.*/\1/p' "$top_srcdir/cuda/kernels.cu" | sort -u | tr '\n' ' ')
 
-EARLY="matvec_q8x_kernel matvec_swiglu_q8x_kernel matvec_q8xs_kernel ffn_q8_kernel"
+EARLY="matvec_q8x_kernel matvec_swiglu_q8x_kernel matvec_q8xs_kernel ffn_q8_kernel rmsnorm8_q8_kernel gdn_prep_kernel"
 
 # check PTX: one line per offending kernel ("name: no griddepcontrol.wait" or "name: N global
 # accesses before griddepcontrol.wait"); exempt names are matched against the mangled entry name.

@@ -16,7 +16,8 @@ plan 4
 #                             (default path, 48 launches per 27B token: a known cost, not a license)
 #   attn_prep_kernel, rope_neox_kernel - sincosf's large-argument reduction keeps a small array on
 #                             the stack (32 bytes, no spills); only |angle| > ~1e5 radians reaches it
-ALLOW="delta_step_kernelILi128:56 attn_prep_kernel:32 rope_neox_kernel:32"
+#   gdn_step_kernel         - the same delta rule with gdn_prep folded in (option gdn=fused): 48 bytes
+ALLOW="delta_step_kernelILi128:56 gdn_step_kernel:48 attn_prep_kernel:32 rope_neox_kernel:32"
 
 # check REPORT: one line "NAME: N bytes stack frame (allowed M)" per function over its allowance
 check() {

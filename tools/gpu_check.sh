@@ -26,10 +26,12 @@
 #      8-bit rounding flips, see step 3 below);
 #   3b. the same tool on a 2B-wide 4-layer q4_0 model generated there: the default (x-stationary
 #      q8 GEMVs, PDL) bit for bit (tol 0, greedy 16) against q8gemv=stream, against the streaming
-#      kinds with x in shared memory and the next-GEMV prefetch on, against gemv_early=0, against itself in a
+#      kinds with x in shared memory and the next-GEMV prefetch on, against gemv_early=0 and gdn=fused, against itself in a
 #      second engine and against pdl=0, and CPU vs CUDA dot=f32 (tol 1e-3, greedy 8): the fixtures
 #      (64 wide) never reach the kernels' realistic widths nor attention heads of 256, and a race
 #      between PDL-overlapped kernels (cuda/PERF-NOTES.md v11) only showed there;
+#   3c. a 27B-wide 4-layer model (3 v-heads per k-head): gdn=fused (thread-block clusters) bit for
+#      bit against the default, against itself in a second engine and against gdn=fused,pdl=0;
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -173,11 +175,31 @@ run_checks() {
     note "- CUDA default vs CUDA pdl=0"
     timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
         --b-options pdl=0 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    note "- CUDA default vs CUDA gdn=fused (gdn_prep + the delta rule as one launch; 2B: vh == kh, no cluster)"
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
+        --b-options gdn=fused --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
     note "- CPU vs CUDA, both dot=f32"
     timeout 300 "$B/engine_diff" --a "$E/libkestrel-cpu.so" --b "$E/libkestrel-cuda.so" --a-options dot=f32 \
         --b-options dot=f32 --model "$wide" --tokens "$toks" --greedy 8 --tol 1e-3 >> "$REPORT" 2>&1 || all=1
     verdict "engine_diff 2B-wide" $all
     rm -f "$wide"
+
+    # The 27B's GDN layers have 3 v-heads per k-head: gdn=fused runs them as clusters of 3 blocks that
+    # share the q/k history (a cluster barrier before rank 0 advances it) - a race shows only there
+    section "engine_diff on a 27B-wide model (4 layers): gdn=fused vs the default, vs itself and vs pdl=0 bit for bit"
+    all=0
+    local w27=/tmp/gpu-check-27b-q4_0.gguf
+    "$KE" gen-model --preset qwen3.5-27b --type q4_0 --seed 5 --layers 4 --vocab 4096 -o "$w27" >> "$REPORT" 2>&1 || all=1
+    note "- CUDA default vs CUDA gdn=fused"
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
+        --b-options gdn=fused --model "$w27" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    note "- CUDA gdn=fused vs CUDA gdn=fused (two engines) and vs gdn=fused,pdl=0"
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options gdn=fused \
+        --b-options gdn=fused --model "$w27" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options gdn=fused \
+        --b-options gdn=fused,pdl=0 --model "$w27" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    verdict "engine_diff 27B-wide gdn=fused" $all
+    rm -f "$w27"
 
     # profile=trace is a build of its own (kernels with the marks): the default library refuses it
     # with a message naming the trace library, which decodes with it and books the step's kernels
