@@ -107,6 +107,13 @@ bench_gemv() {
     verdict bench_gemv $rc
 }
 
+# same_bits MODEL A_OPTIONS B_OPTIONS: two CUDA engines (default library) on MODEL, bit for bit
+# (--tol 0, greedy 16) into the report; uses run's locals B, E, toks, REPORT
+same_bits() {
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
+        ${2:+--a-options "$2"} ${3:+--b-options "$3"} --model "$1" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1
+}
+
 run_checks() {
     local perf=$1
     local B E KE FIX=tests/fixtures
@@ -153,31 +160,22 @@ run_checks() {
     local wide=/tmp/gpu-check-2b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-2b --type q4_0 --seed 3 --layers 4 --vocab 4096 -o "$wide" >> "$REPORT" 2>&1 || all=1
     note "- CUDA default vs CUDA q8gemv=stream"
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
-        --b-options q8gemv=stream --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    same_bits "$wide" "" "q8gemv=stream" || all=1
     note "- CUDA default vs CUDA q8gemv=stream,q8wide=smem,pf_next=8 (x in shared memory; next-GEMV L2 prefetch)"
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
-        --b-options q8gemv=stream,q8wide=smem,pf_next=8 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    same_bits "$wide" "" "q8gemv=stream,q8wide=smem,pf_next=8" || all=1
     note "- CUDA default vs CUDA ffn=fused (the FFN as one persistent launch with grid barriers) and vs ffn=fused,pdl=0"
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
-        --b-options ffn=fused --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
-        --b-options ffn=fused,pdl=0 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    same_bits "$wide" "" "ffn=fused" || all=1
+    same_bits "$wide" "" "ffn=fused,pdl=0" || all=1
     note "- CUDA default vs CUDA q8gemv=stream,q8wide=xs (every q8 GEMV with x in shared memory, a row's loads in flight)"
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
-        --b-options q8gemv=stream,q8wide=xs --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    same_bits "$wide" "" "q8gemv=stream,q8wide=xs" || all=1
     note "- CUDA default vs CUDA gemv_early=0 (first weights of the x-stationary GEMVs before / after the PDL wait)"
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
-        --b-options gemv_early=0 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    same_bits "$wide" "" "gemv_early=0" || all=1
     note "- CUDA default vs CUDA default (two engines, same options: a race between PDL-overlapped kernels shows here)"
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
-        --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    same_bits "$wide" "" "" || all=1
     note "- CUDA default vs CUDA pdl=0"
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
-        --b-options pdl=0 --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    same_bits "$wide" "" "pdl=0" || all=1
     note "- CUDA default vs CUDA gdn=fused (gdn_prep + the delta rule as one launch; 2B: vh == kh, no cluster)"
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
-        --b-options gdn=fused --model "$wide" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    same_bits "$wide" "" "gdn=fused" || all=1
     note "- CPU vs CUDA, both dot=f32"
     timeout 300 "$B/engine_diff" --a "$E/libkestrel-cpu.so" --b "$E/libkestrel-cuda.so" --a-options dot=f32 \
         --b-options dot=f32 --model "$wide" --tokens "$toks" --greedy 8 --tol 1e-3 >> "$REPORT" 2>&1 || all=1
@@ -191,13 +189,10 @@ run_checks() {
     local w27=/tmp/gpu-check-27b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-27b --type q4_0 --seed 5 --layers 4 --vocab 4096 -o "$w27" >> "$REPORT" 2>&1 || all=1
     note "- CUDA default vs CUDA gdn=fused"
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" \
-        --b-options gdn=fused --model "$w27" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    same_bits "$w27" "" "gdn=fused" || all=1
     note "- CUDA gdn=fused vs CUDA gdn=fused (two engines) and vs gdn=fused,pdl=0"
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options gdn=fused \
-        --b-options gdn=fused --model "$w27" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
-    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options gdn=fused \
-        --b-options gdn=fused,pdl=0 --model "$w27" --tokens "$toks" --greedy 16 --tol 0 >> "$REPORT" 2>&1 || all=1
+    same_bits "$w27" "gdn=fused" "gdn=fused" || all=1
+    same_bits "$w27" "gdn=fused" "gdn=fused,pdl=0" || all=1
     verdict "engine_diff 27B-wide gdn=fused" $all
     rm -f "$w27"
 
