@@ -14,6 +14,7 @@
  *
  * Usage: bench_gemv [--shape NAME]  (prints one TSV line per shape x variant; NAME ffn: the fused FFN only; l2: the L2-prefetch measurements)
  */
+#define KC_Q8T_DBG 1 /* gemv_q8t.cuh: per-block timeline of the TMA kernels (bench only) */
 #include "kernels.cu"
 
 #include <stdio.h>
@@ -485,11 +486,21 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
         CK(kc_quantize_q8(x, D, xq, st));
         CK(cudaDeviceSynchronize());
         const int saved = g_q8x_slots[0][5];
-        const char *mode[4] = {"none", "runahead_all", "runahead_first8MB", "none_grid-1"};
-        for (int md = 0; md < 4; md++) {
+        /* modes 4..: the TMA-ring kernel (q8gemv=tma) at (ring KB, blocks per SM) */
+        const char *mode[11] = {"none", "runahead_all", "runahead_first8MB", "none_grid-1",
+                                "tma100x1", "tma64x2", "tma100x1xs", "tma72x2xs", "tma64x3xs", "tma48x3xs", "tma120x1xs"};
+        const int tkb[11] = {0, 0, 0, 0, 100, 64, 100, 72, 64, 48, 120}, tsm[11] = {0, 0, 0, 0, 1, 2, 1, 2, 3, 3, 1};
+        const int txs[11] = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1};
+        q8t_dbg_rec *drec;
+        const unsigned dcap = 16 * 1024;
+        CK(cudaMalloc(&drec, dcap * sizeof *drec));
+        for (int md = 0; md < 11; md++) {
             double us;
             /* the prefetcher's warp takes registers on one SM: the persistent grids leave it a block */
-            g_q8x_slots[0][5] = md == 0 ? saved : saved - 1;
+            g_q8x_slots[0][5] = md == 0 || md >= 4 ? saved : saved - 1;
+            for (int i = 0; i < N; i++) ws[i].q8kind = md >= 4 ? 2 : 0;
+            if (md >= 4) kc_set_q8t(tkb[md], tsm[md]);
+            kc_set_q8t_xs(md >= 4 ? txs[md] : 0);
             auto prep = [&]() -> cudaError_t {
                 cudaError_t e = kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st);
                 if (e == cudaSuccess) e = cudaMemsetAsync(prog, 0, 4, st);
@@ -524,8 +535,48 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
             if (time_reps(prep, chain, after, st, &us)) return 1;
             printf("l2\tchain16x%dx%d_%s\t-\t-\t%.2f\t%.0f\t%llu\n", D, D, mode[md], us, total / us / 1e3,
                    (unsigned long long)total);
+            if (md >= 4) { /* one more chain with the per-block timeline recorded */
+                const unsigned zero = 0;
+                CK(cudaMemcpyToSymbol(g_q8t_dbg, &drec, sizeof drec));
+                CK(cudaMemcpyToSymbol(g_q8t_dbg_cap, &dcap, sizeof dcap));
+                CK(cudaMemcpyToSymbol(g_q8t_dbg_n, &zero, sizeof zero));
+                CK(prep());
+                CK(chain());
+                CK(cudaStreamSynchronize(st));
+                CK(after());
+                unsigned n = 0;
+                CK(cudaMemcpyFromSymbol(&n, g_q8t_dbg_n, sizeof n));
+                if (n > dcap) n = dcap;
+                std::vector<q8t_dbg_rec> rec(n);
+                CK(cudaMemcpy(rec.data(), drec, n * sizeof *drec, cudaMemcpyDeviceToHost));
+                q8t_dbg_rec *null = NULL;
+                CK(cudaMemcpyToSymbol(g_q8t_dbg, &null, sizeof null));
+                unsigned long long T0 = ~0ull;
+                for (auto &r : rec) T0 = std::min(T0, r.t_entry);
+                printf("# timeline %s (us from the first block's entry): gemv entry[min,max] wait[min,max] first_stage[max] end[min,max] blocks maxPerSM SMs\n", mode[md]);
+                for (int i = 0; i < N; i++) {
+                    unsigned long long a0 = ~0ull, a1 = 0, b0 = ~0ull, b1 = 0, c1 = 0, d0 = ~0ull, d1 = 0;
+                    int nblk = 0, per[256] = {0};
+                    for (auto &r : rec) {
+                        if (r.w != ws[i].data) continue;
+                        nblk++;
+                        a0 = std::min(a0, r.t_entry); a1 = std::max(a1, r.t_entry);
+                        b0 = std::min(b0, r.t_wait); b1 = std::max(b1, r.t_wait);
+                        c1 = std::max(c1, r.t_first);
+                        d0 = std::min(d0, r.t_end); d1 = std::max(d1, r.t_end);
+                        if (r.sm >= 0 && r.sm < 256) per[r.sm]++;
+                    }
+                    int mx = 0, used = 0;
+                    for (int k = 0; k < 256; k++) { mx = std::max(mx, per[k]); used += per[k] > 0; }
+                    if (!nblk) continue;
+                    printf("#  %2d  %7.2f %7.2f  %7.2f %7.2f  %7.2f  %7.2f %7.2f  %d %d %d\n", i, (a0 - T0) / 1e3, (a1 - T0) / 1e3,
+                           (b0 - T0) / 1e3, (b1 - T0) / 1e3, (c1 - T0) / 1e3, (d0 - T0) / 1e3, (d1 - T0) / 1e3, nblk, mx, used);
+                }
+            }
         }
         g_q8x_slots[0][5] = saved;
+        kc_set_q8t_xs(0);
+        cudaFree(drec);
         for (int i = 0; i < N; i++) {
             cudaFree(ws[i].data);
             cudaFree(ws[i].d);
@@ -646,6 +697,23 @@ int main(int argc, char **argv)
                 g_q8kind = 0;
                 if (time_and_check(s, &M, "q8_xstationary", x, xq, y0, y1, ref, rows_out, st, &fails)) return 1;
                 g_q8kind = 1;
+            }
+        }
+        /* the TMA-ring kernel (q8gemv=tma) at (ring KB, blocks per SM), bit-identical to R=1 U=1 */
+        {
+            kc_mat probe = M.a[0];
+            probe.q8kind = 2;
+            if (kc_q8_stationary(&probe)) {
+                const int tkb[4] = {100, 200, 100, 64}, tsm[4] = {1, 1, 2, 2};
+                g_q8kind = 2;
+                for (int t = 0; t < 4; t++) {
+                    char label[64];
+                    snprintf(label, sizeof label, "q8_tma%dx%d", tkb[t], tsm[t]);
+                    kc_set_q8t(tkb[t], tsm[t]);
+                    if (time_and_check(s, &M, label, x, xq, y0, y1, ref, rows_out, st, &fails)) return 1;
+                }
+                g_q8kind = 1;
+                kc_set_q8t(100, 1);
             }
         }
         /* x in shared memory, all of a row's loads in flight (q8wide=xs, first row before the PDL

@@ -16,8 +16,18 @@
  * products (default), or f32 activations with exact float dots), gemv_unroll=0|1|2|4 (q8 GEMV
  * blocks per lane loaded before use, 0 = by rows; for A/B), pdl=0|1 (programmatic dependent
  * launch of the step's kernels, default 1), gemv_prefetch=0|1 (q8 GEMVs L2-prefetch their first
- * weights before waiting on the previous kernel, default 0), q8gemv=xs|stream (q8 GEMVs up to 6144
- * columns: activation blocks held in registers by a persistent grid (default), or the streaming kernel),
+ * weights before waiting on the previous kernel, default 0), q8gemv=tma|xs|stream (q8 GEMVs up to
+ * 6144 columns: weights bulk-copied into shared-memory rings, the first before the PDL wait, x in
+ * registers (default; the SwiGLU also quantises its output; wider ones up to 65536 rows take it with
+ * x in shared memory), activation blocks in registers with weights loaded by the warps (xs), or the
+ * streaming kernel), q8t_kb=16..227 / q8t_sm=1..4 (tma: ring KB and blocks per SM, default 100, 2),
+ * q8t_wkb=0|16..227 (tma for matrices wider than 6144 columns: ring KB at one block per SM, default
+ * 200; 0: they stream), q8t_xs=0|1 (tma: x in shared memory for every width, A/B),
+ * q8t_skip=0..15 (tma not for: 1 ssm_out/attn_output, 2 ffn_down, 4 input projections, 8 gate/up;
+ * A/B), q8t_okb / q8t_osm (the out projections' own ring; 0 = q8t_kb / q8t_sm; A/B),
+ * rms_fold=0|1 (q8gemv=tma: each layer's two RMS norms computed by the GEMV that consumes them,
+ * one launch less each, same bits), carveout=0..100|101 (percent of L1/shared storage as shared memory for every step kernel; 101 = the
+ * driver's choice per kernel),
  * q8wide=stream|nc|smem (q8 GEMVs too wide or tall for xs: the streaming kernel (default), the same
  * with x read through the read-only path (A/B only: not PDL-safe), or a persistent grid with x in
  * shared memory, or (xs) the same with all of a row's loads in flight), ffn=split|fused (dot=q8: the
@@ -55,6 +65,12 @@ extern "C" {
 #define FFN_FUSED_DEFAULT 0 /* option ffn: split until measured (PERF-NOTES v13) */
 #define GEMV_EARLY_DEFAULT 1 /* option gemv_early: on, ab 0.9755 against off (PERF-NOTES v12 row 6) */
 #define GDN_FUSED_DEFAULT 0 /* option gdn: split; fused measured slower, ab 1.0365 (PERF-NOTES v14 row 1) */
+#define Q8KIND_DEFAULT 2 /* option q8gemv: tma, ab 0.9777 against xs (PERF-NOTES v15) */
+#define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */
+#define Q8T_SM_DEFAULT 2
+#define RMS_FOLD_DEFAULT 0 /* option rms_fold: until measured (PERF-NOTES v15) */
+#define CARVEOUT_DEFAULT -1 /* option carveout (101 = -1): the driver's split per kernel */
+#define Q8T_WKB_DEFAULT 200 /* option q8t_wkb: the down projection by TMA, one 200 KB ring per SM (v15) */
 
 #define MAT_TYPES ((1u << GGML_TYPE_F32) | (1u << GGML_TYPE_F16) | (1u << GGML_TYPE_BF16) | \
                    (1u << GGML_TYPE_Q8_0) | (1u << GGML_TYPE_Q4_0))
@@ -77,7 +93,7 @@ struct kestrel_engine {
 
 typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
-    int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused;
+    int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, q8t_kb, q8t_sm, q8t_xs, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, carveout, rms_fold;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -102,7 +118,7 @@ typedef struct choice_opt {
 static const choice_opt k_choices[] = {
     {"delta", {"auto", "generic", "reg"}, {-1, 0, 1}, offsetof(kc_opts, delta)},
     {"gemv", {"reg", "pipe"}, {0, 1}, offsetof(kc_opts, gemv_kind)},
-    {"q8gemv", {"xs", "stream"}, {0, 1}, offsetof(kc_opts, q8kind)},
+    {"q8gemv", {"xs", "stream", "tma"}, {0, 1, 2}, offsetof(kc_opts, q8kind)},
     {"q8wide", {"stream", "nc", "smem", "xs"}, {0, 1, 2, 3}, offsetof(kc_opts, q8wide)},
     {"ffn", {"split", "fused"}, {0, 1}, offsetof(kc_opts, ffn_fused)},
     {"gdn", {"split", "fused"}, {0, 1}, offsetof(kc_opts, gdn_fused)},
@@ -165,7 +181,16 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->gemv_early = GEMV_EARLY_DEFAULT;
     o->ffn_fused = FFN_FUSED_DEFAULT;
     o->gdn_fused = GDN_FUSED_DEFAULT;
-    o->q8kind = 0;
+    o->q8kind = Q8KIND_DEFAULT;
+    o->q8t_kb = Q8T_KB_DEFAULT;
+    o->q8t_sm = Q8T_SM_DEFAULT;
+    o->q8t_xs = 0;
+    o->q8t_wkb = Q8T_WKB_DEFAULT;
+    o->q8t_skip = 0;
+    o->q8t_okb = 0;
+    o->carveout = CARVEOUT_DEFAULT;
+    o->rms_fold = RMS_FOLD_DEFAULT;
+    o->q8t_osm = 0;
     o->gemv_unroll = 0;
     o->vram_limit = 0;
     if (!options || !*options) return 0;
@@ -205,6 +230,15 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "gemv_prefetch") && v <= 1) o->gemv_prefetch = (int)v;
         else if (!strcmp(kv, "pf_next") && v <= 64) o->pf_next_mb = (int)v;
         else if (!strcmp(kv, "gemv_early") && v <= 1) o->gemv_early = (int)v;
+        else if (!strcmp(kv, "q8t_kb") && v >= 16 && v <= 227) o->q8t_kb = (int)v;
+        else if (!strcmp(kv, "q8t_sm") && v >= 1 && v <= 4) o->q8t_sm = (int)v;
+        else if (!strcmp(kv, "q8t_xs") && v <= 1) o->q8t_xs = (int)v;
+        else if (!strcmp(kv, "q8t_wkb") && (v == 0 || (v >= 16 && v <= 227))) o->q8t_wkb = (int)v;
+        else if (!strcmp(kv, "q8t_skip") && v <= 15) o->q8t_skip = (int)v;
+        else if (!strcmp(kv, "rms_fold") && v <= 1) o->rms_fold = (int)v;
+        else if (!strcmp(kv, "carveout") && v <= 101) o->carveout = v == 101 ? -1 : (int)v;
+        else if (!strcmp(kv, "q8t_okb") && (v == 0 || (v >= 16 && v <= 227))) o->q8t_okb = (int)v;
+        else if (!strcmp(kv, "q8t_osm") && v <= 4) o->q8t_osm = (int)v;
         else if (!strcmp(kv, "ctx") && v >= 1 && v <= 0x7fffffff) o->ctx = (int)v;
         else if (!strcmp(kv, "vram_limit")) o->vram_limit = v;
         else if (!strcmp(kv, "gemv_rpw") && (v == 0 || v == 1 || v == 2 || v == 4)) o->gemv_rpw = (int)v;
@@ -212,7 +246,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream, q8wide=stream|nc|smem|xs, ffn=split|fused, gdn=split|fused, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused, gdn=split|fused, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -502,6 +536,15 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->ffn_fused = o.ffn_fused;
     e->m->gdn_fused = o.gdn_fused;
     e->m->q8kind = o.q8kind;
+    e->m->q8t_kb = o.q8t_kb;
+    e->m->q8t_sm = o.q8t_sm;
+    e->m->q8t_wkb = o.q8t_wkb;
+    e->m->q8t_xs = o.q8t_xs;
+    e->m->q8t_skip = o.q8t_skip;
+    e->m->carveout = o.carveout;
+    e->m->rms_fold = o.rms_fold;
+    e->m->q8t_okb = o.q8t_okb;
+    e->m->q8t_osm = o.q8t_osm;
     e->m->gemv_unroll = o.gemv_unroll;
     if (gguf_open(model_path, &f, err, err_len)) goto cleanup;
     ld.f = f;

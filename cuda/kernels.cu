@@ -22,6 +22,8 @@
 
 static __thread int g_pdl; /* kc_set_pdl */
 void kc_set_pdl(int on) { g_pdl = on; }
+static __thread int g_carveout = -1; /* kc_set_carveout */
+void kc_set_carveout(int pct) { g_carveout = pct; }
 
 static __thread int *g_log, g_log_cap, *g_log_len, g_log_name; /* kc_set_launch_log */
 void kc_set_launch_log(int *log, int cap, int *len)
@@ -50,8 +52,12 @@ template <typename... P, typename... A>
 static void kc_launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, int cluster, cudaStream_t st,
                               A... args)
 {
-    cudaLaunchAttribute at[2];
+    cudaLaunchAttribute at[3];
     unsigned na = 0;
+    if (g_carveout >= 0) { /* one shared-memory/L1 split for every kernel of the step */
+        at[na].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+        at[na++].val.sharedMemCarveout = (unsigned)g_carveout;
+    }
     if (g_pdl) {
         at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         at[na++].val.programmaticStreamSerializationAllowed = 1;
@@ -468,6 +474,7 @@ int kc_gemv_rpw(const kc_mat *W)
 static int g_q4m_slots[5];
 
 static cudaError_t q8x_setup(void);
+static cudaError_t q8t_setup(void);
 
 cudaError_t kc_gemv_setup(void)
 {
@@ -483,7 +490,8 @@ cudaError_t kc_gemv_setup(void)
         e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&nb[4], matvec_swiglu_q4m_kernel<2>, 32 * Q4M_WARPS, 0);
     if (e != cudaSuccess) return e;
     for (int i = 0; i < 5; i++) g_q4m_slots[i] = sms * (nb[i] > 0 ? nb[i] : 1);
-    return q8x_setup();
+    e = q8x_setup();
+    return e == cudaSuccess ? q8t_setup() : e;
 }
 
 /* grid for `blocks` blocks of q4m kernel `which`: at most one resident wave */
@@ -581,6 +589,7 @@ cudaError_t kc_matvec_swiglu(const kc_mat *G, const kc_mat *U, const float *x, f
 /* ------------------------------------------------------------------ GEMV, 8-bit activations */
 
 #include "gemv_q8.cuh"
+#include "gemv_q8t.cuh"
 
 static __thread kc_pf g_pf_next; /* kc_set_prefetch_next: taken by the next q8 GEMV launch */
 
@@ -753,8 +762,129 @@ static int q8x_grid(int sw, int nbl, int rows)
 static int q8x_nbl(const kc_mat *W)
 {
     const int nbl = (W->cols / 32 + 31) / 32;
-    return W->q8kind == 0 && nbl <= Q8X_MAX_NBL && W->rows <= 65536 ? nbl : 0;
+    return (W->q8kind == 0 || W->q8kind == 2) && nbl <= Q8X_MAX_NBL && W->rows <= 65536 ? nbl : 0;
 }
+
+/* ---- q8gemv=tma (gemv_q8t.cuh): the ring's shared memory per block and blocks per SM ---- */
+static int g_q8t_kb = 100, g_q8t_per_sm = 2, g_q8t_sms, g_q8t_xs, g_q8t_wide_kb = 200;
+
+void kc_set_q8t(int smem_kb, int per_sm)
+{
+    g_q8t_kb = smem_kb > 0 ? smem_kb : 100;
+    g_q8t_per_sm = per_sm > 0 ? per_sm : 2;
+}
+
+void kc_set_q8t_xs(int on) { g_q8t_xs = on; }
+
+void kc_set_q8t_wide(int smem_kb) { g_q8t_wide_kb = smem_kb; }
+
+template <int NBL>
+static cudaError_t q8t_setup_one(void)
+{
+    const int max = 227 * 1024;
+    cudaError_t e = cudaFuncSetAttribute(matvec_q8t_kernel<NBL, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(matvec_q8t_kernel<NBL, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(matvec_swiglu_q8t_kernel<NBL>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    return e;
+}
+
+static cudaError_t q8t_setup(void)
+{
+    int dev = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&g_q8t_sms, cudaDevAttrMultiProcessorCount, dev);
+    if (e == cudaSuccess) e = q8t_setup_one<1>();
+    if (e == cudaSuccess) e = q8t_setup_one<2>();
+    if (e == cudaSuccess) e = q8t_setup_one<3>();
+    if (e == cudaSuccess) e = q8t_setup_one<4>();
+    if (e == cudaSuccess) e = q8t_setup_one<5>();
+    if (e == cudaSuccess) e = q8t_setup_one<6>();
+    return e;
+}
+
+/* The ring for `units` stages of stage_bytes over a grid: *grid blocks, *ns stages each, *smem bytes;
+ * 0 when the TMA kernel cannot take it (then the register kernel does). */
+static int q8t_aligned(const kc_mat *W)
+{
+    return (W->cols / 32) % 8 == 0 && ((uintptr_t)W->data % 16) == 0 && ((uintptr_t)W->d % 16) == 0;
+}
+
+static int q8t_plan_in(int units, size_t stage_bytes, int kb, int per_sm, size_t extra, int *grid, int *ns,
+                       size_t *smem)
+{
+    if (!g_q8t_sms && q8t_setup() != cudaSuccess) return 0;
+    int g = g_q8t_sms * per_sm;
+    if (g > units) g = units;
+    const int per = (units + g - 1) / g;
+    const size_t budget = (size_t)kb * 1024, fixed = Q8T_BAR_BYTES + extra;
+    int n = budget > fixed ? (int)((budget - fixed) / stage_bytes) : 0;
+    if (n > Q8T_MAX_STAGES) n = Q8T_MAX_STAGES;
+    if (n > per) n = per;
+    if (n < 1 || kb > 227) return 0;
+    *grid = g;
+    *ns = n;
+    *smem = fixed + (size_t)n * stage_bytes;
+    return 1;
+}
+
+static int q8t_plan(const kc_mat *W, int units, size_t stage_bytes, int *grid, int *ns, size_t *smem)
+{
+    return q8t_plan_in(units, stage_bytes, W->q8t_kb > 0 ? W->q8t_kb : g_q8t_kb, W->q8t_sm > 0 ? W->q8t_sm : g_q8t_per_sm,
+                       0, grid, ns, smem);
+}
+
+/* matrices too wide for x in registers (cols > 6144: the down projection), rows <= 65536: x in shared
+ * memory, one block per SM, a ring of g_q8t_wide_kb (0: they stream) */
+static int q8t_wide_plan(const kc_mat *W, int rows, int *grid, int *ns, size_t *smem)
+{
+    const int nb = W->cols / 32, kb = W->q8t_wkb ? W->q8t_wkb : g_q8t_wide_kb;
+    return W->q8kind == 2 && kb > 0 && W->cols > 6144 && nb <= 1024 && rows <= 65536 && q8t_aligned(W) &&
+           q8t_plan_in((rows + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)Q8T_ROWS * nb * 18, kb, 1,
+                       (size_t)nb * sizeof(kc_q8blk), grid, ns, smem);
+}
+
+int kc_q8_tma_swiglu_takes(const kc_mat *G, const kc_mat *U, int quantise)
+{
+    int grid, ns;
+    size_t smem;
+    return G->q8kind == 2 && q8x_nbl(G) && q8t_aligned(G) && q8t_aligned(U) && (!quantise || G->rows % 32 == 0) &&
+           q8t_plan(G, (G->rows + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)2 * Q8T_ROWS * (G->cols / 32) * 18, &grid, &ns, &smem);
+}
+
+#define Q8T_DISPATCH2(KERNEL, nbl, xs, grid, smem, st, ...)                                      \
+    do {                                                                                          \
+        switch (nbl) {                                                                            \
+        case 1: kc_launch(KERNEL<1, xs>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;        \
+        case 2: kc_launch(KERNEL<2, xs>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;        \
+        case 3: kc_launch(KERNEL<3, xs>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;        \
+        case 4: kc_launch(KERNEL<4, xs>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;        \
+        case 5: kc_launch(KERNEL<5, xs>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;        \
+        default: kc_launch(KERNEL<6, xs>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;       \
+        }                                                                                         \
+    } while (0)
+
+int kc_q8_tma_takes(const kc_mat *W)
+{
+    int grid, ns;
+    size_t smem;
+    if (q8t_wide_plan(W, W->rows, &grid, &ns, &smem)) return 1;
+    return W->q8kind == 2 && q8x_nbl(W) && q8t_aligned(W) &&
+           q8t_plan(W, (W->rows + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)Q8T_ROWS * (W->cols / 32) * 18, &grid, &ns, &smem);
+}
+
+#define Q8T_DISPATCH(KERNEL, nbl, grid, smem, st, ...)                                            \
+    do {                                                                                          \
+        switch (nbl) {                                                                            \
+        case 1: kc_launch(KERNEL<1>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;            \
+        case 2: kc_launch(KERNEL<2>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;            \
+        case 3: kc_launch(KERNEL<3>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;            \
+        case 4: kc_launch(KERNEL<4>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;            \
+        case 5: kc_launch(KERNEL<5>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;            \
+        default: kc_launch(KERNEL<6>, grid, Q8T_THREADS, smem, st, __VA_ARGS__); break;           \
+        }                                                                                         \
+    } while (0)
 
 int kc_q8_stationary(const kc_mat *W) { return q8x_nbl(W) > 0; }
 
@@ -831,8 +961,34 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
     if (nbl) { /* one row per warp step: R = 1 row groups */
         for (int i = 0; i < n; i++) job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
         for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
+        int tma = W[0]->q8kind == 2, grid, ns;
+        size_t smem;
+        for (int i = 0; i < n && tma; i++) tma = q8t_aligned(W[i]);
+        if (tma && q8t_plan(W[0], (job.gstart[n] + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)Q8T_ROWS * (W[0]->cols / 32) * 18, &grid,
+                            &ns, &smem)) {
+            if (W[0]->q8t_xs == 1 || g_q8t_xs) {
+                smem += (size_t)(W[0]->cols / 32) * sizeof(kc_q8blk);
+                Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 1, grid, smem, st, job, xq, ns, kc_rmsq{});
+            } else {
+                Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 0, grid, smem, st, job, xq, ns, kc_rmsq{});
+            }
+            return cudaGetLastError();
+        }
         Q8X_DISPATCH(matvec_q8x_kernel, nbl, q8x_grid(0, nbl, job.gstart[n]), st, job, xq);
         return cudaGetLastError();
+    }
+    {
+        int tma = 1, grid, ns;
+        size_t smem;
+        for (int i = 0; i < n && tma; i++) tma = q8t_aligned(W[i]);
+        int rows = 0;
+        for (int i = 0; i < n; i++) rows += W[i]->rows;
+        if (tma && q8t_wide_plan(W[0], rows, &grid, &ns, &smem)) { /* x in shared memory, weights by TMA */
+            for (int i = 0; i < n; i++) job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
+            for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
+            kc_launch(matvec_q8t_kernel<1, 1>, grid, Q8T_THREADS, smem, st, job, xq, ns, kc_rmsq{});
+            return cudaGetLastError();
+        }
     }
     const size_t xsmem = (size_t)(W[0]->cols / 32) * sizeof(kc_q8blk);
     const int xsnbl = q8xs_nbl(W[0]->cols / 32);
@@ -870,6 +1026,15 @@ cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk
         return cudaErrorInvalidValue;
     const int nbl = q8x_nbl(G);
     const kc_pf pf = take_prefetch_next(); /* the streaming SwiGLU below does not prefetch */
+    int tgrid, ns;
+    size_t smem;
+    if (kc_q8_tma_swiglu_takes(G, U, yq != NULL) &&
+        q8t_plan(G, (G->rows + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)2 * Q8T_ROWS * (G->cols / 32) * 18, &tgrid, &ns, &smem)) {
+        const int units = (G->rows + Q8T_ROWS - 1) / Q8T_ROWS, per = (units + tgrid - 1) / tgrid;
+        if (yq) smem += (size_t)per * Q8T_ROWS * sizeof(float); /* the block's rows, for its own groups */
+        Q8T_DISPATCH(matvec_swiglu_q8t_kernel, nbl, tgrid, smem, st, *G, *U, xq, y, yq, yq ? cnt : NULL, ns, kc_rmsq{});
+        return cudaGetLastError();
+    }
     if (nbl && !yq) {
         Q8X_DISPATCH(matvec_swiglu_q8x_kernel, nbl, q8x_grid(1, nbl, G->rows), st, *G, *U, xq, y, pf);
         return cudaGetLastError();
@@ -878,6 +1043,95 @@ cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk
     const int grid = ((G->rows + P - 1) / P + Q8M_WARPS - 1) / Q8M_WARPS;
     if (P == 2) Q8_DISPATCH_U(matvec_swiglu_q8_kernel, 2, UN, grid, st, *G, *U, xq, y, yq, cnt);
     else Q8_DISPATCH_U(matvec_swiglu_q8_kernel, 1, UN, grid, st, *G, *U, xq, y, yq, cnt);
+    return cudaGetLastError();
+}
+
+int kc_rms_fold_supported(const kc_mat *W, const kc_rmsq *nm)
+{
+    return nm->x && nm->w && W->q8kind == 2 && q8x_nbl(W) && q8t_aligned(W) && W->cols == nm->n &&
+           nm->n % 256 == 0 && nm->n <= 8192 && ((uintptr_t)nm->x | (uintptr_t)nm->w) % 16 == 0;
+}
+
+/* the folded norm's shared memory after the ring: the q8 blocks of x and 32 floats for the sums */
+static size_t rms_smem(const kc_rmsq *nm) { return (size_t)(nm->n / 32) * sizeof(kc_q8blk) + 128; }
+
+/* the plans of the folded launches (0: not supported) */
+static int rms_job_plan(const kc_mat *const *W, int n, const kc_rmsq *nm, int *grid, int *ns, size_t *smem)
+{
+    int rows = 0;
+    if (n < 1 || n > KC_Q8_MATS) return 0;
+    for (int i = 0; i < n; i++) {
+        if (W[i]->type != GGML_Q4_0 || W[i]->layout != 0 || W[i]->cols != W[0]->cols || W[i]->rows < 1 ||
+            !kc_rms_fold_supported(W[i], nm))
+            return 0;
+        rows += W[i]->rows;
+    }
+    return q8t_plan_in((rows + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)Q8T_ROWS * (W[0]->cols / 32) * 18,
+                       W[0]->q8t_kb > 0 ? W[0]->q8t_kb : g_q8t_kb, W[0]->q8t_sm > 0 ? W[0]->q8t_sm : g_q8t_per_sm,
+                       rms_smem(nm), grid, ns, smem);
+}
+
+static int rms_swiglu_plan(const kc_mat *G, const kc_mat *U, const kc_rmsq *nm, int quantise, int *grid, int *ns,
+                           size_t *smem)
+{
+    if (G->type != GGML_Q4_0 || U->type != GGML_Q4_0 || G->layout != 0 || U->layout != 0 || G->cols != U->cols ||
+        G->rows != U->rows || (quantise && G->rows % 32) || !kc_rms_fold_supported(G, nm) || !q8t_aligned(U))
+        return 0;
+    const int units = (G->rows + Q8T_ROWS - 1) / Q8T_ROWS;
+    if (!q8t_plan_in(units, (size_t)2 * Q8T_ROWS * (G->cols / 32) * 18, G->q8t_kb > 0 ? G->q8t_kb : g_q8t_kb,
+                     G->q8t_sm > 0 ? G->q8t_sm : g_q8t_per_sm, rms_smem(nm), grid, ns, smem))
+        return 0;
+    if (quantise) *smem += (size_t)((units + *grid - 1) / *grid) * Q8T_ROWS * sizeof(float);
+    return 1;
+}
+
+int kc_matvec_q8_rms_ok(const kc_mat *const *W, int n, const kc_rmsq *nm)
+{
+    int grid, ns;
+    size_t smem;
+    return rms_job_plan(W, n, nm, &grid, &ns, &smem);
+}
+
+int kc_matvec_swiglu_q8_rms_ok(const kc_mat *G, const kc_mat *U, const kc_rmsq *nm, int quantise)
+{
+    int grid, ns;
+    size_t smem;
+    return rms_swiglu_plan(G, U, nm, quantise, &grid, &ns, &smem);
+}
+
+cudaError_t kc_matvec_q8_rms(const kc_mat *const *W, float *const *y, int n, const kc_rmsq *nm, int accumulate,
+                             cudaStream_t st)
+{
+    int grid, ns;
+    size_t smem;
+    if (!rms_job_plan(W, n, nm, &grid, &ns, &smem)) return cudaErrorNotSupported;
+    q8_job job;
+    memset(&job, 0, sizeof job);
+    for (int i = 0; i < n; i++) {
+        job.W[i] = *W[i];
+        job.y[i] = y[i];
+        job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
+    }
+    for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
+    job.n = n;
+    job.accumulate = accumulate;
+    const int nbl = q8x_nbl(W[0]);
+    if (W[0]->q8t_xs == 1 || g_q8t_xs)
+        Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 1, grid, smem, st, job, (const kc_q8blk *)NULL, ns, *nm);
+    else
+        Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 0, grid, smem, st, job, (const kc_q8blk *)NULL, ns, *nm);
+    return cudaGetLastError();
+}
+
+cudaError_t kc_matvec_swiglu_q8_rms(const kc_mat *G, const kc_mat *U, const kc_rmsq *nm, float *y, kc_q8blk *yq,
+                                    unsigned int *cnt, cudaStream_t st)
+{
+    int grid, ns;
+    size_t smem;
+    if (yq && !cnt) return cudaErrorInvalidValue;
+    if (!rms_swiglu_plan(G, U, nm, yq != NULL, &grid, &ns, &smem)) return cudaErrorNotSupported;
+    Q8T_DISPATCH(matvec_swiglu_q8t_kernel, q8x_nbl(G), grid, smem, st, *G, *U, (const kc_q8blk *)NULL, y, yq,
+                 yq ? cnt : NULL, ns, *nm);
     return cudaGetLastError();
 }
 

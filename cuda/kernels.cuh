@@ -50,8 +50,12 @@ typedef struct kc_mat {
     int32_t gemv; /* q4_0 layout 1 GEMV: 0 = register prefetch (default), 1 = quants streamed by cp.async (v4) */
     int32_t unroll; /* q4_0 x q8 GEMV: blocks per lane loaded before use (1, 2, 4); 0 = default */
     int32_t prefetch; /* q4_0 x q8 GEMV: L2-prefetch the first weights before kc_pdl_begin (option) */
-    int32_t q8kind; /* q4_0 x q8 GEMV: 0 x-stationary where cols <= 6144, rows <= 65536 (default), 1 streaming (v6) */
+    int32_t q8kind; /* q4_0 x q8 GEMV: 0 x-stationary where cols <= 6144, rows <= 65536 (default), 1 streaming (v6),
+                     * 2 x-stationary with the weights bulk-copied into a shared-memory ring (gemv_q8t.cuh) */
     int32_t early; /* q4_0 x q8 x-stationary GEMV: first row's weights loaded before the PDL wait (option gemv_early) */
+    int32_t q8t_kb, q8t_sm; /* q8kind 2: this matrix's ring KB and blocks per SM (0: kc_set_q8t's) */
+    int32_t q8t_wkb;        /* q8kind 2, cols > 6144: ring KB (0: kc_set_q8t_wide's, -1: the streaming kernel) */
+    int32_t q8t_xs;         /* q8kind 2: 1 x in shared memory (0: kc_set_q8t_xs's) */
     int32_t q8wide; /* q4_0 x q8 GEMV of the matrices that stream (q8kind 1 or not x-stationary): 0 the
                      * streaming kernel, 1 the same with x via the read-only path (A/B only: not PDL-safe),
                      * 2 persistent grid with x in shared memory (matvec_q8s_kernel), 3 the same with all of
@@ -70,6 +74,12 @@ cudaError_t kc_gemv_setup(void);
  * finishes; each such kernel starts with kc_pdl_begin() (GEMVs after prefetching their own
  * weights into L2, which do not depend on N). Thread-local: the engine sets it before each step. */
 void kc_set_pdl(int on);
+/* The shared-memory carveout (percent of the SM's unified L1/shared storage) every step kernel is
+ * launched with (cudaLaunchAttributePreferredSharedMemoryCarveout); -1: the driver's choice per kernel.
+ * Why: an SM runs blocks of kernels with different splits only after it drains, so a small kernel
+ * after the TMA GEMVs (which take ~200 KB of shared memory per SM) cannot become resident early
+ * under PDL (PERF-NOTES v15). Thread-local, as kc_set_pdl. */
+void kc_set_carveout(int pct);
 
 /* Step trace (engine option profile=trace, the library built with -DKC_TRACE:
  * libkestrel-cuda-trace.so): every step kernel, as it passes its dependency wait (kc_pdl_begin),
@@ -189,6 +199,43 @@ void kc_prefetch_plan(kc_pf *pf, const kc_mat *const *W, int n, int paired, size
 /* 1 when kc_matvec_q8 / kc_matvec_swiglu_q8 (without yq) take the x-stationary kernel for W (q8kind 0,
  * cols <= 6144, rows <= 65536: each lane keeps its activation blocks in registers; persistent grid) */
 int kc_q8_stationary(const kc_mat *W);
+/* q8gemv=tma (kc_mat.q8kind 2, gemv_q8t.cuh): shared memory of each block's weight ring in KB
+ * (<= 227; stages of 8 rows) and blocks per SM of its grid. Process-wide; defaults (and 0) 100, 2. */
+void kc_set_q8t(int smem_kb, int per_sm);
+/* q8gemv=tma: x in shared memory instead of registers (fewer registers per thread; A/B) */
+void kc_set_q8t_xs(int on);
+/* q8gemv=tma for matrices wider than 6144 columns (rows <= 65536: the down projection): x in shared
+ * memory, one block per SM with a ring of smem_kb KB; 0: they keep the streaming kernel. Default 200. */
+void kc_set_q8t_wide(int smem_kb);
+/* The input of an RMS norm folded into the q8gemv=tma GEMV that consumes it (option rms_fold):
+ * the GEMV computes kc_rmsnorm_q8(x, w, xn, xq, n, eps) itself, bit for bit, and uses it as its x;
+ * xn, xq (may be NULL) are still written, for later readers. x == NULL: no norm. */
+typedef struct kc_rmsq {
+    const float *x;  /* (n,) the residual stream */
+    const float *w;  /* (n,) the norm's weight */
+    float *xn;       /* (n,) the normalised x, or NULL */
+    kc_q8blk *xq;    /* (n/32,) its q8 blocks, or NULL */
+    float eps;
+    int n;
+} kc_rmsq;
+/* 1 when kc_matvec_q8_rms / kc_matvec_swiglu_q8_rms take W (or G, U) with the norm folded: the TMA
+ * kernel at an x-stationary width, cols == n, n % 256 == 0, n <= 8192, x and w 16-byte aligned */
+int kc_rms_fold_supported(const kc_mat *W, const kc_rmsq *nm);
+/* 1 when kc_matvec_q8_rms (W[0..n)) / kc_matvec_swiglu_q8_rms (quantise: with yq) launch */
+int kc_matvec_q8_rms_ok(const kc_mat *const *W, int n, const kc_rmsq *nm);
+int kc_matvec_swiglu_q8_rms_ok(const kc_mat *G, const kc_mat *U, const kc_rmsq *nm, int quantise);
+/* kc_rmsnorm_q8 then kc_matvec_q8 (or kc_matvec_swiglu_q8) as one launch, same bits;
+ * cudaErrorNotSupported where the _ok functions say no (nothing launched). */
+cudaError_t kc_matvec_q8_rms(const kc_mat *const *W, float *const *y, int n, const kc_rmsq *nm, int accumulate,
+                             cudaStream_t st);
+cudaError_t kc_matvec_swiglu_q8_rms(const kc_mat *G, const kc_mat *U, const kc_rmsq *nm, float *y, kc_q8blk *yq,
+                                    unsigned int *cnt, cudaStream_t st);
+/* 1 when kc_matvec_q8 takes the TMA kernel for W alone (q8kind 2, x-stationary width, cols % 256 == 0,
+ * planes 16-byte aligned, a stage of 8 rows fits the ring) */
+int kc_q8_tma_takes(const kc_mat *W);
+/* 1 when kc_matvec_swiglu_q8 takes the TMA kernel for G, U (quantise: with yq, then it also
+ * quantises y itself, G->rows % 32 == 0) */
+int kc_q8_tma_swiglu_takes(const kc_mat *G, const kc_mat *U, int quantise);
 /* y (G.rows,) = silu(G . x) * (U . x) with x quantised, G, U q4_0 layout 0 (rows, cols). yq != NULL:
  * y is also quantised into yq (rows/32,) (= kc_quantize_q8(y)); needs rows % 32 == 0 and cnt: device
  * counters (rows/32,), zero before the first call (every call leaves them zero). */

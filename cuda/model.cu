@@ -90,6 +90,16 @@ int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t
     out->q8wide = m->q8wide;
     out->early = m->gemv_early;
     out->q8kind = m->q8kind;
+    if (out->q8kind == 2 && what) { /* option q8t_skip: these matrices keep the register kernels */
+        const int out_proj = strstr(what, "ssm_out") || strstr(what, "attn_output"),
+                  down = strstr(what, "ffn_down") != NULL, ffn = strstr(what, "ffn_gate") || strstr(what, "ffn_up");
+        const int bit = out_proj ? 1 : down ? 2 : ffn ? 8 : 4;
+        if (m->q8t_skip & bit) out->q8kind = 0;
+        out->q8t_kb = out_proj && m->q8t_okb ? m->q8t_okb : m->q8t_kb;
+        out->q8t_sm = out_proj && m->q8t_osm ? m->q8t_osm : m->q8t_sm;
+        out->q8t_wkb = m->q8t_wkb ? m->q8t_wkb : -1;
+        out->q8t_xs = m->q8t_xs;
+    }
     if (kc_alloc(m, &out->data, db)) goto cleanup;
     if (sb && kc_alloc(m, (void **)&out->d, sb)) goto cleanup;
     if (sb) {
@@ -490,7 +500,8 @@ static int gemv_swiglu(kc_model *m, const kc_mat *G, const kc_mat *U, const floa
     if (q8_path(m, G) && q8_path(m, U)) {
         if (!xq_ready) RUN("quantize_q8", kc_quantize_q8(x, G->cols, m->xq, st));
         kc_set_prefetch_next(pf);
-        if (kc_q8_stationary(G)) { /* its rows are not grouped by 32 per block: quantise y after it */
+        if (kc_q8_stationary(G) && !(yq && kc_q8_tma_swiglu_takes(G, U, 1))) { /* its rows are not grouped by 32
+                                                                                  * per block: quantise y after it */
             RUN("matvec_swiglu_q4_0xq8", kc_matvec_swiglu_q8(G, U, m->xq, y, NULL, NULL, st));
             if (yq) RUN("quantize_q8", kc_quantize_q8(y, G->rows, yq, st));
         } else {
@@ -560,7 +571,17 @@ int kc_layer_step(kc_model *m, int l)
                                                    : q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv);
     const int q8_ff = q8_path(m, &L->ffn_gate) && q8_path(m, &L->ffn_up);
     const int q8_down = q8_ff && q8_path(m, &L->ffn_down) && d->n_ff % 32 == 0;
-    if (q8_in) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->attn_norm, m->xn, m->xq, D, d->eps, st));
+    /* option rms_fold: the input norm computed by the projection GEMV itself (kc_matvec_q8_rms) */
+    const kc_rmsq norm_in = {m->x, L->attn_norm, m->xn, m->xq, d->eps, D};
+    const kc_mat *GDN_IN[4] = {&L->qkv, &L->z, &L->beta_w, &L->alpha_w}, *ATT_IN[3] = {&L->wq, &L->wk, &L->wv};
+    const int fold_in = m->rms_fold && q8_in &&
+                        (L->type == KESTREL_LAYER_GDN ? gdn_ba_q8(m, L) && kc_matvec_q8_rms_ok(GDN_IN, 4, &norm_in)
+                                                      : kc_matvec_q8_rms_ok(ATT_IN, 3, &norm_in));
+    const kc_rmsq norm_ff = {m->x, L->post_norm, m->xn, m->xq, d->eps, D}; /* and the FFN's norm by the SwiGLU */
+    const int fold_ff = m->rms_fold && q8_ff && !m->ffn_fused &&
+                        kc_matvec_swiglu_q8_rms_ok(&L->ffn_gate, &L->ffn_up, &norm_ff, q8_down);
+    if (fold_in) { /* below */
+    } else if (q8_in) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->attn_norm, m->xn, m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->attn_norm, m->xn, D, 1, D, d->eps, st));
     if (L->type == KESTREL_LAYER_GDN) {
         const int gi = L->gdn_index, C = d->conv_dim, K = d->conv_k;
@@ -573,7 +594,10 @@ int kc_layer_step(kc_model *m, int l)
          * with dot=q8 are computed by gdn_prep itself (one launch less) */
         const int ba_q8 = q8_in && gdn_ba_q8(m, L);
         const int prep_ba = m->dot_q8 && L->beta_w.type == 0u && L->alpha_w.type == 0u && L->beta_w.cols == D;
-        {
+        if (fold_in) {
+            float *Y[4] = {g->raw, g->z, g->b, g->a};
+            RUN("rmsnorm_matvec4_q4_0xq8", kc_matvec_q8_rms(GDN_IN, Y, 4, &norm_in, 0, st));
+        } else {
             const kc_mat *W[4] = {&L->qkv, &L->z, &L->beta_w, &L->alpha_w};
             float *Y[4] = {g->raw, g->z, g->b, g->a};
             const kc_mat *OUT[1] = {&L->out};
@@ -621,14 +645,17 @@ int kc_layer_step(kc_model *m, int l)
         {
             const kc_mat *W[1] = {&L->out};
             float *Y[1] = {m->x};
-            if (gemv_set(m, "matvec_add", W, Y, 1, g->o_norm, q8_out ? m->xq : NULL, 1, plan_for(m, &pf, FF, 2, 1)))
+            if (gemv_set(m, "matvec_out_add", W, Y, 1, g->o_norm, q8_out ? m->xq : NULL, 1, plan_for(m, &pf, FF, 2, 1)))
                 goto cleanup;
         }
     } else {
         const int ai = L->attn_index, hd = d->hd;
         const size_t kvs = (size_t)d->ctx * d->nkv * hd;
         float *kc = m->kcache + (size_t)ai * kvs, *vc = m->vcache + (size_t)ai * kvs;
-        if (q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv)) { /* q, k, v: one launch */
+        if (fold_in) {
+            float *Y[3] = {m->qg, m->ak, m->av};
+            RUN("rmsnorm_matvec3_q4_0xq8", kc_matvec_q8_rms(ATT_IN, Y, 3, &norm_in, 0, st));
+        } else if (q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv)) { /* q, k, v: one launch */
             const kc_mat *W[3] = {&L->wq, &L->wk, &L->wv};
             float *Y[3] = {m->qg, m->ak, m->av};
             const kc_mat *WO[1] = {&L->wo};
@@ -651,9 +678,19 @@ int kc_layer_step(kc_model *m, int l)
         {
             const kc_mat *W[1] = {&L->wo};
             float *Y[1] = {m->x};
-            if (gemv_set(m, "matvec_add", W, Y, 1, m->ao, q8_wo ? m->xq : NULL, 1, plan_for(m, &pf, FF, 2, 1)))
+            if (gemv_set(m, "matvec_out_add", W, Y, 1, m->ao, q8_wo ? m->xq : NULL, 1, plan_for(m, &pf, FF, 2, 1)))
                 goto cleanup;
         }
+    }
+    if (fold_ff) {
+        RUN(q8_down ? "rmsnorm_matvec_swiglu_q8_q4_0xq8" : "rmsnorm_matvec_swiglu_q4_0xq8",
+            kc_matvec_swiglu_q8_rms(&L->ffn_gate, &L->ffn_up, &norm_ff, m->ff, q8_down ? m->xq2 : NULL,
+                                    q8_down ? m->ffcnt : NULL, st));
+        float *Y[1] = {m->x};
+        if (gemv_set(m, "matvec_add", DOWN, Y, 1, m->ff, q8_down ? m->xq2 : NULL, 1, plan_layer_in(m, &pf, l + 1)))
+            goto cleanup;
+        rc = 0;
+        goto cleanup;
     }
     if (q8_ff) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->post_norm, m->xn, m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->post_norm, m->xn, D, 1, D, d->eps, st));
@@ -705,6 +742,7 @@ static int step_body(kc_model *m, int want_logits, int capture)
     cudaStream_t st = m->st;
     char nm[64];
     kc_set_pdl(m->pdl);
+    kc_set_carveout(m->carveout);
     m->step_logits = want_logits;
     RUN("ctl_begin", kc_ctl_begin(m->ctl, m->tokens, st));
     RUN(kname(nm, sizeof nm, "embed", &m->tok_embd), kc_embed(&m->tok_embd, &m->ctl->tok, m->x, st));

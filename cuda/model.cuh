@@ -81,7 +81,13 @@ typedef struct kc_model {
     float *out_norm;          /* (D,) */
     int delta_variant;        /* -1 pick, 0 generic, 1 register-resident */
     int gemv_rpw;             /* rows per warp of the q4_0 GEMVs: 0 = by rows, or 1, 2, 4 (option gemv_rpw) */
-    int q8kind;               /* option q8gemv=xs|stream: kc_mat.q8kind */
+    int q8kind;               /* option q8gemv=xs|stream|tma: kc_mat.q8kind */
+    int rms_fold;             /* option rms_fold: the layer norms inside the q8gemv=tma GEMVs (kc_matvec_q8_rms) */
+    int carveout;             /* option carveout: kc_set_carveout for every step kernel (-1: the driver's) */
+    int q8t_kb, q8t_sm, q8t_wkb, q8t_xs; /* options q8t_*: every matrix's kc_mat.q8t_* (q8t_wkb 0 -> -1: off) */
+    int q8t_okb, q8t_osm;     /* options q8t_okb, q8t_osm: the out projections' ring (kc_mat.q8t_kb, q8t_sm) */
+    int q8t_skip;             /* option q8t_skip: q8gemv=tma not for (bits) 1 ssm_out/attn_output, 2 ffn_down,
+                               * 4 the input projections (qkv, z, q/k/v), 8 ffn_gate/up (A/B) */
     int gemv_prefetch;        /* option gemv_prefetch: q8 GEMVs L2-prefetch their first weights (kc_mat.prefetch) */
     int q8wide;               /* option q8wide: kc_mat.q8wide */
     int gemv_early;           /* option gemv_early: kc_mat.early */

@@ -386,7 +386,9 @@ static void test_q8(void)
     }
     /* matvec_q8 vs the CPU twin: every rows-per-warp x unroll variant, tails (96 and 2080 columns:
      * fewer blocks than lanes, a partial last pass), accumulate, three matrices in one launch */
-    const int shapes[][2] = {{333, 5120}, {77, 96}, {130, 2080}, {5, 17408}, {20000, 96}}; /* last: several trips per warp */
+    const int shapes[][2] = {{333, 5120}, {77, 96}, {130, 2080}, {5, 17408}, {20000, 96}, /* 20000: several trips per warp */
+                             {2000, 256}, {600, 6144}, /* q8gemv=tma: 1 and 6 blocks per lane, many stages per block */
+                             {136, 12288}}; /* q8gemv=tma wide: x in shared memory */
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int rows = shapes[si][0], cols = shapes[si][1], nb = cols / 32;
         void *w[3] = {make_ggml(GGML_TYPE_Q4_0, rows, cols), make_ggml(GGML_TYPE_Q4_0, rows + 3, cols),
@@ -472,6 +474,173 @@ static void test_q8(void)
             ok(u == 0, "bitexact matvec_q8 of 3 matrices (%d, %d, 7 rows) x %d in one launch, x-stationary (early) and the 4 "
                "wide kinds, vs CPU twin: %zu unequal",
                rows, rows + 3, cols, u);
+        }
+        /* q8gemv=tma: the weights bulk-copied into a shared-memory ring; ring sizes from one stage
+         * (every stage reuses the slot: the empty/full phases) to the whole share, 1 to 3 blocks per SM;
+         * one matrix, accumulate, three matrices whose boundaries fall inside stages, the SwiGLU pair.
+         * Bit for bit against the CPU twin (and the SwiGLU against the x-stationary kernel). */
+        kc_mat probe = W[0];
+        probe.q8kind = 2;
+        if (kc_q8_tma_takes(&probe)) {
+            const int cfg[][3] = {{100, 1, 0}, {24, 1, 0}, {48, 2, 0}, {227, 1, 0}, {40, 3, 0}, {64, 3, 1}, {24, 1, 1}};
+            kc_mat Up = W[1];
+            Up.rows = rows;
+            float *sx = hnew(rows), *acc = hnew(rows);
+            for (int r = 0; r < rows; r++) acc[r] = y0[r] + ref[0][r];
+            W[0].q8kind = 0;
+            W[0].early = 1;
+            T_CK(kc_matvec_swiglu_q8(&W[0], &Up, dxq, dy[0], NULL, NULL, 0));
+            get_f(sx, dy[0], rows);
+            kc_mat Gt = W[0];
+            Gt.q8kind = 2;
+            const int sw = kc_q8_tma_swiglu_takes(&Gt, &Up, 0); /* x-stationary widths only */
+            size_t u1 = 0, ua = 0, u3 = 0, us = 0, uq = 0;
+            const int r32 = rows / 32 * 32 > 0 ? rows / 32 * 32 : 32; /* the quantising SwiGLU: rows % 32 == 0 */
+            kc_mat G32 = W[0], U32 = Up;
+            G32.rows = U32.rows = r32;
+            G32.q8kind = 2;
+            q8_block *sq = (q8_block *)malloc((r32 / 32) * sizeof *sq);
+            if (rows >= 32) quantize_q8(sq, sx, r32);
+            kc_q8blk *dsq = (kc_q8blk *)dnew((r32 / 32) * sizeof(kc_q8blk));
+            unsigned int *dcnt = (unsigned int *)dnew((r32 / 32) * sizeof(unsigned int));
+            T_CK(cudaMemset(dcnt, 0, (r32 / 32) * sizeof(unsigned int)));
+            for (size_t c = 0; c < sizeof cfg / sizeof cfg[0]; c++) {
+                kc_set_q8t(cfg[c][0], cfg[c][1]);
+                kc_set_q8t_xs(cfg[c][2]);
+                W[0].q8kind = 2;
+                const kc_mat *one[1] = {&W[0]}, *three[3] = {&W[0], &W[1], &W[2]};
+                poison(dy[0], rows * 4);
+                T_CK(kc_matvec_q8(one, dy, 1, dxq, 0, 0));
+                get_f(got, dy[0], rows);
+                u1 += n_unequal(got, ref[0], rows);
+                T_CK(cudaMemcpy(dy[0], y0, rows * 4, cudaMemcpyHostToDevice));
+                T_CK(kc_matvec_q8(one, dy, 1, dxq, 1, 0));
+                get_f(got, dy[0], rows);
+                ua += n_unequal(got, acc, rows);
+                for (int i = 0; i < 3; i++) poison(dy[i], wr[i] * 4);
+                T_CK(kc_matvec_q8(three, dy, 3, dxq, 0, 0));
+                for (int i = 0; i < 3; i++) {
+                    get_f(got, dy[i], wr[i]);
+                    u3 += n_unequal(got, ref[i], wr[i]);
+                }
+                if (!sw) continue;
+                poison(dy[0], rows * 4);
+                T_CK(kc_matvec_swiglu_q8(&W[0], &Up, dxq, dy[0], NULL, NULL, 0));
+                get_f(got, dy[0], rows);
+                us += n_unequal(got, sx, rows);
+                if (r32 < 32) continue;
+                /* the SwiGLU that quantises its output itself (the first rows/32*32 rows): y and yq */
+                poison(dy[0], rows * 4);
+                poison(dsq, (r32 / 32) * sizeof(kc_q8blk));
+                T_CK(kc_matvec_swiglu_q8(&G32, &U32, dxq, dy[0], dsq, dcnt, 0));
+                get_f(got, dy[0], r32);
+                kc_q8blk *gq = get_q8(dsq, r32 / 32);
+                uq += n_unequal(got, sx, r32) + n_unequal_blocks(gq, sq, r32 / 32);
+                free(gq);
+            }
+            kc_set_q8t(0, 0);
+            kc_set_q8t_xs(0);
+            W[0].q8kind = 0;
+            W[0].early = 0;
+            unsigned int *hcnt = (unsigned int *)malloc((r32 / 32) * sizeof(unsigned int));
+            T_CK(cudaMemcpy(hcnt, dcnt, (r32 / 32) * sizeof(unsigned int), cudaMemcpyDeviceToHost));
+            size_t armed = 0; /* every counter re-armed to zero */
+            for (int i = 0; i < r32 / 32; i++) armed += hcnt[i] != 0;
+            if (sw && rows >= 32)
+            ok(uq + armed == 0 && kc_q8_tma_swiglu_takes(&G32, &U32, 1),
+               "bitexact matvec_swiglu_q8 %dx%d q8gemv=tma quantising its output (groups of 32 inside a block and "
+               "shared with a neighbour): y and yq vs the x-stationary kernel + CPU quantize_q8: %zu unequal, %zu "
+               "counters left non-zero",
+               r32, cols, uq, armed);
+            free(hcnt);
+            free(sq);
+            cudaFree(dsq);
+            cudaFree(dcnt);
+            ok(u1 + ua + u3 + us == 0,
+               "bitexact matvec_q8 %dx%d q8gemv=tma%s vs CPU twin: "
+               "one matrix %zu, accumulate %zu, 3 matrices %zu unequal; SwiGLU vs the x-stationary kernel %zu unequal%s",
+               rows, cols,
+               kc_q8_stationary(&probe) ? " (rings of 100, 24, 48, 227, 40 KB, 1-3 blocks per SM, x in registers; 64 KB x 3, 24 KB x 1, x in shared memory)"
+                                        : " wide (x in shared memory, a 200 KB ring, one block per SM)",
+               u1, ua, u3, us, sw ? "" : " (n/a)");
+            free(sx);
+            free(acc);
+        }
+        /* rms_fold: kc_rmsnorm_q8 inside the TMA GEMV (kc_matvec_q8_rms, kc_matvec_swiglu_q8_rms) against
+         * the two launches, bit for bit: y, xn, xq (and the SwiGLU's yq) */
+        {
+            kc_mat Wt[3] = {W[0], W[1], W[2]};
+            for (int i = 0; i < 3; i++) Wt[i].q8kind = 2;
+            float *hx = hnew(cols), *hw = hnew(cols);
+            fill(hx, cols, -3.0f, 3.0f);
+            fill(hw, cols, 0.5f, 1.5f);
+            float *dx = (float *)dnew(cols * 4), *dw = (float *)dnew(cols * 4), *dxn = (float *)dnew(cols * 4),
+                  *dxn2 = (float *)dnew(cols * 4);
+            kc_q8blk *dq1 = (kc_q8blk *)dnew(nb * sizeof(kc_q8blk)), *dq2 = (kc_q8blk *)dnew(nb * sizeof(kc_q8blk));
+            T_CK(cudaMemcpy(dx, hx, cols * 4, cudaMemcpyHostToDevice));
+            T_CK(cudaMemcpy(dw, hw, cols * 4, cudaMemcpyHostToDevice));
+            const kc_rmsq nm = {dx, dw, dxn2, dq2, 1e-6f, cols};
+            const kc_mat *three[3] = {&Wt[0], &Wt[1], &Wt[2]};
+            if (kc_matvec_q8_rms_ok(three, 3, &nm)) {
+                size_t u = 0;
+                float *a = hnew(rows + 3), *b = hnew(rows + 3), *xa = hnew(cols), *xb = hnew(cols);
+                for (int xsm = 0; xsm <= 1; xsm++) {
+                    kc_set_q8t_xs(xsm);
+                    T_CK(kc_rmsnorm_q8(dx, dw, dxn, dq1, cols, 1e-6f, 0));
+                    T_CK(kc_matvec_q8(three, dy, 3, dq1, 0, 0));
+                    float *dz[3];
+                    for (int i = 0; i < 3; i++) dz[i] = (float *)dnew(wr[i] * 4);
+                    poison(dxn2, cols * 4);
+                    poison(dq2, nb * sizeof(kc_q8blk));
+                    T_CK(kc_matvec_q8_rms(three, dz, 3, &nm, 0, 0));
+                    for (int i = 0; i < 3; i++) {
+                        get_f(a, dy[i], wr[i]);
+                        get_f(b, dz[i], wr[i]);
+                        u += n_unequal(a, b, wr[i]);
+                        cudaFree(dz[i]);
+                    }
+                    get_f(xa, dxn, cols);
+                    get_f(xb, dxn2, cols);
+                    u += n_unequal(xa, xb, cols);
+                    kc_q8blk *qa = get_q8(dq1, nb), *qb = get_q8(dq2, nb);
+                    u += memcmp(qa, qb, nb * sizeof(kc_q8blk)) != 0;
+                    free(qa);
+                    free(qb);
+                }
+                kc_set_q8t_xs(0);
+                /* the SwiGLU with its output quantised, gate W[0], up W[1] (first rows/32*32 rows) */
+                size_t us = 0;
+                kc_mat G = Wt[0], Up = Wt[1];
+                G.rows = Up.rows = rows / 32 * 32;
+                if (G.rows >= 32 && kc_matvec_swiglu_q8_rms_ok(&G, &Up, &nm, 1)) {
+                    const int gq = G.rows / 32;
+                    kc_q8blk *yq1 = (kc_q8blk *)dnew(gq * sizeof(kc_q8blk)), *yq2 = (kc_q8blk *)dnew(gq * sizeof(kc_q8blk));
+                    unsigned int *cnt = (unsigned int *)dnew(gq * 4);
+                    T_CK(cudaMemset(cnt, 0, gq * 4));
+                    float *dz = (float *)dnew(G.rows * 4);
+                    T_CK(kc_rmsnorm_q8(dx, dw, dxn, dq1, cols, 1e-6f, 0));
+                    T_CK(kc_matvec_swiglu_q8(&G, &Up, dq1, dy[0], yq1, cnt, 0));
+                    T_CK(kc_matvec_swiglu_q8_rms(&G, &Up, &nm, dz, yq2, cnt, 0));
+                    get_f(a, dy[0], G.rows);
+                    get_f(b, dz, G.rows);
+                    us += n_unequal(a, b, G.rows);
+                    kc_q8blk *qa = get_q8(yq1, gq), *qb = get_q8(yq2, gq);
+                    us += memcmp(qa, qb, gq * sizeof(kc_q8blk)) != 0;
+                    free(qa);
+                    free(qb);
+                    cudaFree(yq1);
+                    cudaFree(yq2);
+                    cudaFree(cnt);
+                    cudaFree(dz);
+                }
+                ok(u + us == 0,
+                   "bitexact rms_fold %dx%d: kc_matvec_q8_rms (3 matrices; x in registers and in shared memory) and "
+                   "kc_matvec_swiglu_q8_rms (yq) vs kc_rmsnorm_q8 + the GEMV: %zu + %zu unequal (y, xn, xq, yq)",
+                   rows, cols, u, us);
+                free(a); free(b); free(xa); free(xb);
+            }
+            free(hx); free(hw);
+            cudaFree(dx); cudaFree(dw); cudaFree(dxn); cudaFree(dxn2); cudaFree(dq1); cudaFree(dq2);
         }
         /* SwiGLU: gate W[0], up = first rows of W[1] (same height) */
         {
@@ -1711,6 +1880,8 @@ int main(int argc, char **argv)
     test_engine("mini27-q4_0.gguf", ",dot=f32");   /* the exact-activation q4_0 GEMVs */
     test_engine("mini27-q4_0.gguf", ",gdn=fused"); /* gdn_prep + delta rule as one clustered launch */
     test_engine("mini27-q4_0.gguf", ",q8gemv=stream,q8wide=smem,pf_next=1"); /* x in shared memory, prefetch */
+    test_engine("mini27-q4_0.gguf", ",q8gemv=xs"); /* the register x-stationary kernels (the default is tma; 64
+                                                    * wide: every tma GEMV falls back to them, cols % 256) */
     test_engine("minivk-q8_0.gguf", "");
     test_trace("mini27-q4_0.gguf");
     test_engine("minitied-f32.gguf", "");

@@ -7,10 +7,13 @@
 # the rule wherever nvcc is (CI has no GPU); how ptxas schedules read-only loads (the hazard found
 # in issue 6 v11) only a GPU run shows: tools/gpu_check.sh's 2B-wide bit-for-bit step.
 # One exception: the x-stationary q8 GEMVs (option gemv_early), the xs GEMV (q8wide=xs) and the
-# fused FFN (ffn=fused), rmsnorm8_q8 (its norm weights) and gdn_prep (its beta/alpha rows) — EARLY
-# below — load WEIGHTS before the wait; weights never change during a run, and they are read through the
-# read-only path, so in those kernels ld.global.nc may come first — any other access may not (their
-# x, the predecessor's output, is read by ld.global.ca after the wait).
+# fused FFN (ffn=fused), rmsnorm8_q8 (its norm weights), gdn_prep (its beta/alpha rows) and the TMA
+# GEMVs (q8gemv=tma: bulk copies global -> shared of their weight rings) — EARLY below — load WEIGHTS
+# before the wait; weights never change during a run, and they are read through the read-only path or
+# the bulk-copy engine, so in those kernels ld.global.nc and cp.async.bulk (global -> shared) may come
+# first — any other access may not (their x, the predecessor's output, is read by ld.global.ca after
+# the wait). A bulk copy into shared memory in any other kernel counts as a global access (an L2
+# prefetch, cp.async.bulk.prefetch, reads nothing into the kernel and is not counted).
 # The checker is first run on three synthetic PTX texts, one with each violation, so it can fail.
 . "$top_srcdir/tests/lib.sh"
 PTX=$top_builddir/cuda/kernels.ptx
@@ -20,7 +23,7 @@ plan 6
 # Kernels launched with <<< >>> (no PDL attribute): exempt.
 EXEMPT=$(sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\)<<<.*/\1/p' "$top_srcdir/cuda/kernels.cu" | sort -u | tr '\n' ' ')
 
-EARLY="matvec_q8x_kernel matvec_swiglu_q8x_kernel matvec_q8xs_kernel ffn_q8_kernel rmsnorm8_q8_kernel gdn_prep_kernel"
+EARLY="matvec_q8x_kernel matvec_swiglu_q8x_kernel matvec_q8xs_kernel ffn_q8_kernel rmsnorm8_q8_kernel gdn_prep_kernel matvec_q8t_kernel matvec_swiglu_q8t_kernel"
 
 # check PTX: one line per offending kernel ("name: no griddepcontrol.wait" or "name: N global
 # accesses before griddepcontrol.wait"); exempt names are matched against the mangled entry name.
@@ -40,7 +43,8 @@ check() {
                  for (i = 1; i <= ne; i++) if (index(name, early_names[i]) > 0) weights_first = 1
                  next }
     /griddepcontrol\.wait/ { waits++; next }
-    /(ld|st|atom|red)\.global/ { if (!waits && !(weights_first && /ld\.global\.nc/)) pre++ }
+    /(ld|st|atom|red)\.global|cp\.async\.bulk\.shared[^ \t]*\.global/ {
+        if (!waits && !(weights_first && /ld\.global\.nc|cp\.async\.bulk\.shared[^ \t]*\.global/)) pre++ }
     END { flush() }' "$1"
 }
 
@@ -85,10 +89,21 @@ cat >"$T/bad3.ptx" <<'PTX'
 	ld.global.nc.f32 	%f1, [%rd1];
 	griddepcontrol.wait;
 }
+.visible .entry _Z17matvec_q8t_kernelILi5ELi0EEv6q8_jobPK8kc_q8blki(
+{
+	cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], %r2, [%r3];
+	griddepcontrol.wait;
+}
+.visible .entry _Z9bulk_kernelPf(
+{
+	cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], %r2, [%r3];
+	griddepcontrol.wait;
+}
 PTX
 is "_Z17matvec_q8x_kernelILi5EEv6q8_jobPK8kc_q8blk: 1 global accesses before griddepcontrol.wait
-_Z10gdn_kernelPf: 1 global accesses before griddepcontrol.wait" "$(check "$T/bad3.ptx")" \
-  "weights-first kernels may read through ld.global.nc before the wait, nothing else; other kernels not even that (synthetic PTX)"
+_Z10gdn_kernelPf: 1 global accesses before griddepcontrol.wait
+_Z9bulk_kernelPf: 1 global accesses before griddepcontrol.wait" "$(check "$T/bad3.ptx")" \
+  "weights-first kernels may read through ld.global.nc or a bulk copy before the wait, nothing else; other kernels not even that (synthetic PTX)"
 like "$EXEMPT" "repack_q4sb_kernel" "the <<< >>> launches of kernels.cu are found ($EXEMPT)"
 NK=$(grep -c '\.entry ' "$PTX")
 ok "[ $NK -ge 40 ]" "cuda/kernels.ptx has the step kernels ($NK entries)"

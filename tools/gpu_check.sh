@@ -155,7 +155,7 @@ run_checks() {
 
     # The fixtures are 64 wide: the GEMV kernels at realistic widths (x-stationary with 2048 columns,
     # streaming with 6144) only run on a wider model, generated here (2B shape, 4 layers, vocab 4096)
-    section "engine_diff on a 2B-wide model: the default vs q8gemv=stream (and q8wide=smem|xs), ffn=fused, vs itself and vs pdl=0 bit for bit; CPU vs CUDA dot=f32"
+    section "engine_diff on a 2B-wide model: the default vs q8gemv=stream (and q8wide=smem|xs), q8gemv=xs and tma variants, ffn=fused, vs itself and vs pdl=0 bit for bit; CPU vs CUDA dot=f32"
     all=0
     local wide=/tmp/gpu-check-2b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-2b --type q4_0 --seed 3 --layers 4 --vocab 4096 -o "$wide" >> "$REPORT" 2>&1 || all=1
@@ -176,6 +176,11 @@ run_checks() {
     same_bits "$wide" "" "pdl=0" || all=1
     note "- CUDA default vs CUDA gdn=fused (gdn_prep + the delta rule as one launch; 2B: vh == kh, no cluster)"
     same_bits "$wide" "" "gdn=fused" || all=1
+    note "- CUDA default (q8gemv=tma: weights bulk-copied into shared-memory rings; the SwiGLU quantises its output) vs q8gemv=xs (the register kernels), vs another ring shape, x in shared memory, the down projection streaming, the norms folded into the GEMVs"
+    same_bits "$wide" "" "q8gemv=xs" || all=1
+    same_bits "$wide" "" "q8t_kb=48,q8t_sm=3,q8t_xs=1" || all=1
+    same_bits "$wide" "" "q8t_wkb=0" || all=1
+    same_bits "$wide" "" "rms_fold=1" || all=1
     note "- CPU vs CUDA, both dot=f32"
     timeout 300 "$B/engine_diff" --a "$E/libkestrel-cpu.so" --b "$E/libkestrel-cuda.so" --a-options dot=f32 \
         --b-options dot=f32 --model "$wide" --tokens "$toks" --greedy 8 --tol 1e-3 >> "$REPORT" 2>&1 || all=1
@@ -184,7 +189,7 @@ run_checks() {
 
     # The 27B's GDN layers have 3 v-heads per k-head: gdn=fused runs them as clusters of 3 blocks that
     # share the q/k history (a cluster barrier before rank 0 advances it) - a race shows only there
-    section "engine_diff on a 27B-wide model (4 layers): gdn=fused vs the default, vs itself and vs pdl=0 bit for bit"
+    section "engine_diff on a 27B-wide model (4 layers): gdn=fused, q8gemv=xs and tma variants vs the default, vs themselves and vs pdl=0 bit for bit"
     all=0
     local w27=/tmp/gpu-check-27b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-27b --type q4_0 --seed 5 --layers 4 --vocab 4096 -o "$w27" >> "$REPORT" 2>&1 || all=1
@@ -193,7 +198,12 @@ run_checks() {
     note "- CUDA gdn=fused vs CUDA gdn=fused (two engines) and vs gdn=fused,pdl=0"
     same_bits "$w27" "gdn=fused" "gdn=fused" || all=1
     same_bits "$w27" "gdn=fused" "gdn=fused,pdl=0" || all=1
-    verdict "engine_diff 27B-wide gdn=fused" $all
+    note "- CUDA default (q8gemv=tma) vs q8gemv=xs, vs one block per SM, vs the norms folded (rms_fold=1) and that with pdl=0"
+    same_bits "$w27" "" "q8gemv=xs" || all=1
+    same_bits "$w27" "" "q8t_sm=1" || all=1
+    same_bits "$w27" "" "rms_fold=1" || all=1
+    same_bits "$w27" "rms_fold=1" "rms_fold=1,pdl=0" || all=1
+    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma" $all
     rm -f "$w27"
 
     # profile=trace is a build of its own (kernels with the marks): the default library refuses it

@@ -1,0 +1,406 @@
+/*
+ * cuda/gemv_q8t.cuh - the x-stationary q4_0 x q8 GEMVs with their weights streamed into shared
+ * memory by the bulk-copy engine (TMA, sm_90), option q8gemv=tma (issue 6 v15). Included by
+ * kernels.cu after gemv_q8.cuh (uses q8x_load_x, q8x_dot, q8_job).
+ *
+ * Why (cuda/PERF-NOTES.md v13 row 3, v15): the register x-stationary kernel takes a GEMV in ~2-3
+ * dependent round trips per warp (one row of weights in registers at a time), so a 5120 x 6144
+ * projection takes 8.5 us whether its weights come from HBM or from L2 — latency, not bandwidth.
+ * Here each block owns a contiguous range of rows; one producer thread issues bulk copies of whole
+ * stages (8 rows, or 8 gate + 8 up rows, quants and scales) into a ring of shared-memory stages, the
+ * first ring-full BEFORE the PDL wait (weights never change during the run), so the block's weight
+ * stream is in flight while the previous kernel finishes, and costs no registers. Eight consumer
+ * warps wait on a stage's mbarrier, each takes one row (pair) of it from shared memory with the
+ * x-stationary kernel's arithmetic in its order (q8x_dot: lane-strided blocks, warp_sum): the same
+ * bits as matvec_q8x_kernel, hence as the CPU twin matvec_q8.
+ *
+ * Needs nb = cols/32 a multiple of 8 (every stage's scale run is a multiple of 16 bytes) and the
+ * planes 16-byte aligned; kc_matvec_q8 falls back to the register kernel otherwise.
+ */
+#ifndef KESTREL_CUDA_GEMV_Q8T_CUH
+#define KESTREL_CUDA_GEMV_Q8T_CUH
+
+#define Q8T_ROWS 8 /* rows (SwiGLU: row pairs) per stage: one per consumer warp (Q8M_WARPS) */
+#define Q8T_THREADS (32 * (Q8M_WARPS + 1)) /* 8 consumer warps + 1 producer warp */
+#define Q8T_BAR_BYTES 128 /* the ring's mbarriers (full[ns], empty[ns], ns <= 8), then the stages */
+#define Q8T_MAX_STAGES 8
+
+#ifdef KC_Q8T_DBG /* bench_gemv only: per-block timeline of the TMA kernels */
+typedef struct q8t_dbg_rec {
+    unsigned long long t_entry, t_wait, t_first, t_end;
+    const void *w;
+    int sm, blk;
+} q8t_dbg_rec;
+__device__ q8t_dbg_rec *g_q8t_dbg;
+__device__ unsigned int g_q8t_dbg_n, g_q8t_dbg_cap;
+__device__ __forceinline__ unsigned long long q8t_now(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#define Q8T_T(v) unsigned long long v = threadIdx.x == 0 ? q8t_now() : 0ull
+#define Q8T_REC(w_, a, b, c)                                                                      \
+    do {                                                                                          \
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS));                                   \
+        if (threadIdx.x == 0 && g_q8t_dbg) {                                                      \
+            const unsigned i_ = atomicAdd(&g_q8t_dbg_n, 1u);                                      \
+            if (i_ < g_q8t_dbg_cap) {                                                             \
+                int sm_;                                                                          \
+                asm volatile("mov.u32 %0, %%smid;" : "=r"(sm_));                                  \
+                q8t_dbg_rec r_ = {a, b, c, q8t_now(), w_, sm_, (int)blockIdx.x};                  \
+                g_q8t_dbg[i_] = r_;                                                               \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+#else
+#define Q8T_T(v) const unsigned long long v = 0ull
+#define Q8T_REC(w_, a, b, c) do { (void)(a); (void)(b); (void)(c); } while (0)
+#endif
+
+__device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+/* the producer's arrival, announcing `bytes` of bulk copies that will complete on this barrier */
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+/* until the barrier's phase with this parity has completed */
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity)
+{
+    asm volatile("{\n\t.reg .pred done;\n"
+                 "wait_again:\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+                 "@!done bra wait_again;\n}" ::"r"(bar),
+                 "r"(parity)
+                 : "memory");
+}
+/* bytes (multiple of 16, both addresses 16-byte aligned) global -> shared, completing on bar */
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t bytes, uint32_t bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+                 "l"(src), "r"(bytes), "r"(bar)
+                 : "memory");
+#endif
+}
+
+/* The ring: ns stages of `stage` bytes after the barriers. Thread 0 initialises; all threads sync. */
+__device__ __forceinline__ void q8t_ring_init(unsigned char *smem, int ns)
+{
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < ns; i++) {
+            mbar_init(smem_addr(smem + 8 * i), 1);                                /* full: the producer */
+            mbar_init(smem_addr(smem + 8 * (Q8T_MAX_STAGES + i)), Q8M_WARPS);    /* empty: each consumer warp */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    }
+    __syncthreads();
+}
+
+/* Rows [r0, r1) of the job's concatenated rows (r1 - r0 <= Q8T_ROWS) into one stage: row j of the
+ * stage at quants + j*nb*16, its scales at quants + Q8T_ROWS*nb*16 + j*nb*2 (nb = cols/32). */
+__device__ __forceinline__ void q8t_issue_rows(const q8_job &job, int nb, int r0, int r1, unsigned char *stage,
+                                               uint32_t bar)
+{
+    mbar_expect_tx(bar, (uint32_t)(r1 - r0) * (uint32_t)nb * 18u);
+#pragma unroll
+    for (int i = 0; i < KC_Q8_MATS; i++) {
+        if (i >= job.n) break;
+        const int lo = r0 > job.gstart[i] ? r0 : job.gstart[i], hi = r1 < job.gstart[i + 1] ? r1 : job.gstart[i + 1];
+        if (lo >= hi) continue;
+        const size_t local = (size_t)(lo - job.gstart[i]);
+        const int j = lo - r0, k = hi - lo;
+        bulk_g2s(smem_addr(stage + (size_t)j * nb * 16), (const unsigned char *)job.W[i].data + local * nb * 16,
+                 (uint32_t)k * nb * 16, bar);
+        bulk_g2s(smem_addr(stage + (size_t)Q8T_ROWS * nb * 16 + (size_t)j * nb * 2), job.W[i].d + local * nb,
+                 (uint32_t)k * nb * 2, bar);
+    }
+}
+
+/* row j of a stage against the lane's x blocks: q8x_dot's arithmetic in its order (same bits), the
+ * weights read from shared memory as they are used (no registers held for them) */
+template <int NBL>
+__device__ __forceinline__ float q8t_dot(const unsigned char *stage, int nb, int j, const int4 (&xa)[NBL],
+                                         const int4 (&xb)[NBL], const float (&xd)[NBL], const int (&xs)[NBL])
+{
+    const int lane = threadIdx.x & 31;
+    const uint4 *q = (const uint4 *)(stage + (size_t)j * nb * 16);
+    const __half *d = (const __half *)(stage + (size_t)Q8T_ROWS * nb * 16 + (size_t)j * nb * 2);
+    float acc = 0.0f;
+#pragma unroll
+    for (int k = 0; k < NBL; k++) {
+        const int b = lane + 32 * k;
+        if (b < nb) {
+            const int c = q4q8_block_dot(q[b], xa[k], xb[k], xs[k]);
+            const float sc = __half2float(d[b]) * xd[k];
+            acc = acc + sc * (float)c;
+        }
+    }
+    return warp_sum(acc);
+}
+
+/* the same with x from shared memory (xs (nb,) blocks): XS kernels, fewer registers */
+__device__ __forceinline__ float q8t_dot_xs(const unsigned char *stage, int nb, int j, int nbl,
+                                            const kc_q8blk *xs)
+{
+    const int lane = threadIdx.x & 31;
+    const uint4 *q = (const uint4 *)(stage + (size_t)j * nb * 16);
+    const __half *d = (const __half *)(stage + (size_t)Q8T_ROWS * nb * 16 + (size_t)j * nb * 2);
+    float acc = 0.0f;
+    for (int k = 0; k < nbl; k++) {
+        const int b = lane + 32 * k;
+        if (b < nb) {
+            const int4 *xv = (const int4 *)(xs + b);
+            const int4 xa = xv[0], xb = xv[1], xe = xv[2];
+            const int c = q4q8_block_dot(q[b], xa, xb, xe.y);
+            const float sc = __half2float(d[b]) * __int_as_float(xe.x);
+            acc = acc + sc * (float)c;
+        }
+    }
+    return warp_sum(acc);
+}
+
+/* ---- the layer's RMS norm folded into the GEMV that consumes it (option rms_fold) ----
+ * kc_rmsnorm_q8 (rmsnorm8_q8_kernel: one block of n/8 threads, thread t owning x[8t..8t+8)) computes
+ * the sum of squares per thread in a fixed order, sums each warp by warp_sum and the warps' sums by
+ * block_sum's second warp_sum, then v = x * inv * w and quantize_q8 per block of 32. Here the 256
+ * consumer threads of every block redo it for the whole vector: warp w plays that kernel's warps w,
+ * w+8, ... (same per-thread order, same butterflies), so inv, v and the q8 blocks are the same bits;
+ * the q8 blocks go to shared memory, the GEMV's x. Block 0 also writes xn and xq, as the norm kernel
+ * did, for any later reader. Why: the norm kernel costs ~2.9 us of the step's critical path per
+ * layer and norm (a kernel boundary, PERF-NOTES v15) where this costs one L2 round trip and ~1 us
+ * of arithmetic while the block's weights are already streaming into its ring. */
+__device__ __forceinline__ void q8t_rms_prologue(const kc_rmsq &nm, kc_q8blk *xs /* (n/32,) shared */,
+                                                 float *red /* (32,) shared */)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n = nm.n, nvw = n / 256;
+    for (int vw = warp; vw < nvw; vw += Q8M_WARPS) {
+        const int t = vw * 32 + lane; /* the norm kernel's thread */
+        const float4 a = __ldca((const float4 *)nm.x + 2 * t), b = __ldca((const float4 *)nm.x + 2 * t + 1);
+        float ss = a.x * a.x;
+        ss += a.y * a.y;
+        ss += a.z * a.z;
+        ss += a.w * a.w;
+        ss += b.x * b.x;
+        ss += b.y * b.y;
+        ss += b.z * b.z;
+        ss += b.w * b.w;
+        ss = warp_sum(ss);
+        if (lane == 0) red[vw] = ss;
+    }
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+    float tot = lane < nvw ? red[lane] : 0.0f;
+    tot = warp_sum(tot);
+    const float inv = rsqrtf(tot / (float)n + nm.eps);
+    for (int b = warp; b < n / 32; b += Q8M_WARPS) {
+        const int i = b * 32 + lane;
+        const float v = __ldca(nm.x + i) * inv * __ldg(nm.w + i);
+        if (blockIdx.x == 0 && nm.xn) nm.xn[i] = v;
+        q8_quantize_warp(v, xs + b);
+    }
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+    if (blockIdx.x == 0 && nm.xq)
+        for (int i = threadIdx.x; i < n / 32 * 3; i += 32 * Q8M_WARPS) ((int4 *)nm.xq)[i] = ((const int4 *)xs)[i];
+}
+
+/* q8x_load_x from shared memory (the folded norm's blocks) */
+template <int NBL>
+__device__ __forceinline__ void q8t_load_x_smem(const kc_q8blk *xs, int nb, int4 (&xa)[NBL], int4 (&xb)[NBL],
+                                                float (&xd)[NBL], int (&xsum)[NBL])
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int k = 0; k < NBL; k++) {
+        const int b = lane + 32 * k;
+        if (b < nb) {
+            const int4 *xv = (const int4 *)(xs + b);
+            xa[k] = xv[0];
+            xb[k] = xv[1];
+            const int4 xe = xv[2];
+            xd[k] = __int_as_float(xe.x);
+            xsum[k] = xe.y;
+        } else {
+            xa[k] = xb[k] = make_int4(0, 0, 0, 0);
+            xd[k] = 0.0f;
+            xsum[k] = 0;
+        }
+    }
+}
+
+/* The block's share of `units` stages: [u0, u1), contiguous, balanced over the grid. */
+__device__ __forceinline__ void q8t_share(int units, int &u0, int &u1)
+{
+    u0 = (int)((long long)blockIdx.x * units / gridDim.x);
+    u1 = (int)((long long)(blockIdx.x + 1) * units / gridDim.x);
+}
+
+/* y[i] (W[i].rows,) [+]= W[i] . x for the job's matrices; dynamic shared memory Q8T_BAR_BYTES +
+ * ns * Q8T_ROWS * nb * 18 bytes. */
+template <int NBL, int XS>
+__global__ void __launch_bounds__(Q8T_THREADS, XS ? 3 : 2) matvec_q8t_kernel(const q8_job job,
+                                                                              const kc_q8blk *__restrict__ xq, int ns,
+                                                                              const kc_rmsq nm)
+{
+    extern __shared__ __align__(128) unsigned char q8t_smem[];
+    Q8T_T(t_entry);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nb = job.W[0].cols / 32;
+    const int total = job.gstart[job.n];
+    const size_t stage_bytes = (size_t)Q8T_ROWS * nb * 18;
+    int u0, u1;
+    q8t_share((total + Q8T_ROWS - 1) / Q8T_ROWS, u0, u1);
+    unsigned char *ring = q8t_smem + Q8T_BAR_BYTES;
+    q8t_ring_init(q8t_smem, ns);
+    if (warp == Q8M_WARPS) { /* the producer: weights only, so it never waits on the previous kernel */
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+        if (lane == 0)
+            for (int u = u0; u < u1; u++) {
+                const int s = (u - u0) % ns, lap = (u - u0) / ns;
+                if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
+                const int r0 = u * Q8T_ROWS, r1 = r0 + Q8T_ROWS < total ? r0 + Q8T_ROWS : total;
+                q8t_issue_rows(job, nb, r0, r1, ring + s * stage_bytes, smem_addr(q8t_smem + 8 * s));
+            }
+        return;
+    }
+    kc_pdl_begin();
+    Q8T_T(t_wait);
+    unsigned long long t_first = 0;
+    constexpr int XN = XS ? 1 : NBL; /* x blocks per lane held in registers */
+    int4 xa[XN], xb[XN];
+    float xd[XN];
+    int xs[XN];
+    kc_q8blk *xsm = (kc_q8blk *)(ring + ns * stage_bytes); /* XS or nm: x after the ring */
+    if (nm.x) {
+        q8t_rms_prologue(nm, xsm, (float *)(xsm + nb));
+        if (!XS) q8t_load_x_smem<XN>(xsm, nb, xa, xb, xd, xs);
+    } else if (XS) {
+        for (int i = threadIdx.x; i < nb * 3; i += 32 * Q8M_WARPS) ((int4 *)xsm)[i] = __ldcg((const int4 *)xq + i);
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the consumers only */
+    } else {
+        q8x_load_x<XN>(xq, nb, xa, xb, xd, xs);
+    }
+    for (int u = u0; u < u1; u++) {
+        const int s = (u - u0) % ns, lap = (u - u0) / ns;
+        mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
+#ifdef KC_Q8T_DBG
+        if (u == u0 && threadIdx.x == 0) t_first = q8t_now();
+#endif
+        const int row = u * Q8T_ROWS + warp;
+        if (row < total) {
+            const float sum = XS ? q8t_dot_xs(ring + s * stage_bytes, nb, warp, (nb + 31) / 32, xsm)
+                                 : q8t_dot<XN>(ring + s * stage_bytes, nb, warp, xa, xb, xd, xs);
+            const int mi = q8_job_mat(job, row), r = row - job.gstart[mi];
+            if (lane == 0) {
+                float *y = job.y[mi];
+                y[r] = job.accumulate ? y[r] + sum : sum;
+            }
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
+    }
+    Q8T_REC(job.W[0].data, t_entry, t_wait, t_first);
+}
+
+/* y (G.rows,) = silu(G . x) * (U . x): a stage holds Q8T_ROWS gate rows then the same up rows
+ * (quants of both, then scales of both); warp j takes pair j. Same bits as matvec_swiglu_q8x_kernel.
+ * yq != NULL (G.rows % 32 == 0): y also quantised into yq (G.rows/32,) for the down projection, by
+ * the block itself: its rows are contiguous, so every group of 32 inside them is quantised from the
+ * block's own results in shared memory once its rows are done (no fence, no atomic); a group shared
+ * with a neighbour block (at most the first and the last) is counted into cnt[group] after a fence,
+ * and the block that completes it quantises it from global memory and re-arms the counter (cnt
+ * (G.rows/32,) zero between calls), as matvec_swiglu_q8_kernel. Same bits as quantize_q8 of y.
+ * Dynamic shared memory: Q8T_BAR_BYTES + ns stages + (yq: the block's rows as floats). */
+template <int NBL>
+__global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const kc_mat G, const kc_mat Up,
+                                                                            const kc_q8blk *__restrict__ xq,
+                                                                            float *__restrict__ y, kc_q8blk *yq,
+                                                                            unsigned int *cnt, int ns, const kc_rmsq nm)
+{
+    extern __shared__ __align__(128) unsigned char q8t_smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nb = G.cols / 32;
+    const size_t half_bytes = (size_t)Q8T_ROWS * nb * 18, stage_bytes = 2 * half_bytes;
+    int u0, u1;
+    q8t_share((G.rows + Q8T_ROWS - 1) / Q8T_ROWS, u0, u1);
+    unsigned char *ring = q8t_smem + Q8T_BAR_BYTES;
+    kc_q8blk *xsm = (kc_q8blk *)(ring + ns * stage_bytes); /* nm: the folded norm's x, (nb,) */
+    float *ys = (float *)(ring + ns * stage_bytes + (nm.x ? (size_t)nb * sizeof(kc_q8blk) + 128 : 0)); /* yq: row
+                                                                      * r0 + i of the block at ys[i] */
+    q8t_ring_init(q8t_smem, ns);
+    if (warp == Q8M_WARPS) {
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+        if (lane == 0)
+            for (int u = u0; u < u1; u++) {
+                const int s = (u - u0) % ns, lap = (u - u0) / ns;
+                if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
+                const int r0 = u * Q8T_ROWS, k = r0 + Q8T_ROWS < G.rows ? Q8T_ROWS : G.rows - r0;
+                const uint32_t bar = smem_addr(q8t_smem + 8 * s);
+                unsigned char *st = ring + s * stage_bytes;
+                mbar_expect_tx(bar, 2u * (uint32_t)k * (uint32_t)nb * 18u);
+                bulk_g2s(smem_addr(st), (const unsigned char *)G.data + (size_t)r0 * nb * 16, (uint32_t)k * nb * 16, bar);
+                bulk_g2s(smem_addr(st + (size_t)Q8T_ROWS * nb * 16), G.d + (size_t)r0 * nb, (uint32_t)k * nb * 2, bar);
+                bulk_g2s(smem_addr(st + half_bytes), (const unsigned char *)Up.data + (size_t)r0 * nb * 16,
+                         (uint32_t)k * nb * 16, bar);
+                bulk_g2s(smem_addr(st + half_bytes + (size_t)Q8T_ROWS * nb * 16), Up.d + (size_t)r0 * nb,
+                         (uint32_t)k * nb * 2, bar);
+            }
+        return;
+    }
+    kc_pdl_begin();
+    int4 xa[NBL], xb[NBL];
+    float xd[NBL];
+    int xs[NBL];
+    if (nm.x) {
+        q8t_rms_prologue(nm, xsm, (float *)(xsm + nb));
+        q8t_load_x_smem<NBL>(xsm, nb, xa, xb, xd, xs);
+    } else {
+        q8x_load_x<NBL>(xq, nb, xa, xb, xd, xs);
+    }
+    for (int u = u0; u < u1; u++) {
+        const int s = (u - u0) % ns, lap = (u - u0) / ns;
+        mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
+        const int r = u * Q8T_ROWS + warp;
+        if (r < G.rows) {
+            const unsigned char *st = ring + s * stage_bytes;
+            const float g = q8t_dot<NBL>(st, nb, warp, xa, xb, xd, xs);
+            const float up = q8t_dot<NBL>(st + half_bytes, nb, warp, xa, xb, xd, xs);
+            if (lane == 0) {
+                const float v = g / (1.0f + expf(-g)) * up;
+                y[r] = v;
+                if (yq) ys[r - u0 * Q8T_ROWS] = v;
+            }
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
+    }
+    if (!yq || u0 >= u1) return;
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* every row of the block written */
+    const int rlo = u0 * Q8T_ROWS, rhi = u1 * Q8T_ROWS < G.rows ? u1 * Q8T_ROWS : G.rows;
+    for (int grp = rlo / 32 + warp; grp <= (rhi - 1) / 32; grp += Q8M_WARPS) {
+        const int lo = grp * 32 > rlo ? grp * 32 : rlo, hi = grp * 32 + 32 < rhi ? grp * 32 + 32 : rhi;
+        if (hi - lo == 32) { /* the block's own group */
+            q8_quantize_warp(ys[grp * 32 + lane - rlo], yq + grp);
+            continue;
+        }
+        int last = 0;
+        if (lane == 0) {
+            __threadfence(); /* the block's rows of the group (the barrier above) visible before it counts */
+            last = atomicAdd(&cnt[grp], (unsigned)(hi - lo)) + (unsigned)(hi - lo) == 32u;
+        }
+        if (__shfl_sync(0xffffffffu, last, 0)) {
+            __threadfence();
+            q8_quantize_warp(__ldcg(&y[grp * 32 + lane]), yq + grp);
+            if (lane == 0) cnt[grp] = 0;
+        }
+    }
+}
+
+#endif
