@@ -1693,6 +1693,30 @@ static void test_engine_resources(void)
     ok(rc != 0 && strstr(err, "delta=reg"), "delta=reg on a kd=32 vd=48 model is refused at open: %s", err);
     rc = api()->open(path, "graph=2", &e, err, sizeof err);
     ok(rc != 0 && strstr(err, "graph"), "bad option value graph=2 is refused: %s", err);
+    {   /* the q8gemv=tma options: each out-of-range value refused by name, each valid one accepted */
+        const char *bad[] = {"q8gemv=fast", "q8t_kb=15", "q8t_kb=228", "q8t_sm=0", "q8t_sm=5", "q8t_wkb=8",
+                             "q8t_xs=2", "q8t_skip=16", "q8t_osm=5", "rms_fold=2", "carveout=102"};
+        const char *good = "q8gemv=tma,q8t_kb=64,q8t_sm=3,q8t_wkb=0,q8t_xs=1,q8t_skip=5,q8t_okb=120,q8t_osm=1,"
+                           "rms_fold=1,carveout=101";
+        int refused = 0;
+        char first_err[1200] = "";
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "%.*s", (int)strcspn(bad[i], "="), bad[i]);
+            e = NULL;
+            rc = api()->open(path, bad[i], &e, err, sizeof err);
+            if (rc != 0 && e == NULL && strstr(err, key)) refused++;
+            else if (!first_err[0]) snprintf(first_err, sizeof first_err, "%s: rc %d: %s", bad[i], rc, err);
+            if (e) api()->close(e);
+        }
+        snprintf(path, sizeof path, "%s/mini27-q4_0.gguf", g_fix);
+        e = NULL;
+        rc = api()->open(path, good, &e, err, sizeof err);
+        ok(refused == (int)(sizeof bad / sizeof bad[0]) && rc == 0,
+           "q8gemv=tma options: %d/%d bad values refused naming the key%s%s; the valid set opens (%s)", refused,
+           (int)(sizeof bad / sizeof bad[0]), first_err[0] ? ", first not: " : "", first_err, rc ? err : "ok");
+        if (e) api()->close(e);
+    }
 
     /* a model shape the kernels do not serve: n_embd = 40 */
     {
