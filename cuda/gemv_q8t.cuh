@@ -12,7 +12,9 @@
  * stream is in flight while the previous kernel finishes, and costs no registers. Eight consumer
  * warps wait on a stage's mbarrier, each takes one row (pair) of it from shared memory with the
  * x-stationary kernel's arithmetic in its order (q8x_dot: lane-strided blocks, warp_sum): the same
- * bits as matvec_q8x_kernel, hence as the CPU twin matvec_q8.
+ * bits as matvec_q8x_kernel, hence as the CPU twin matvec_q8. Measured (v15): the 27B step `ab`
+ * 0.9777 against the register kernels, mostly where the ring loads in a kernel boundary's shadow
+ * (qkv+z after the norm); the SwiGLU also quantises its output, one launch less per layer.
  *
  * Needs nb = cols/32 a multiple of 8 (every stage's scale run is a multiple of 16 bytes) and the
  * planes 16-byte aligned; kc_matvec_q8 falls back to the register kernel otherwise.
@@ -237,7 +239,10 @@ __device__ __forceinline__ void q8t_load_x_smem(const kc_q8blk *xs, int nb, int4
     }
 }
 
-/* The block's share of `units` stages: [u0, u1), contiguous, balanced over the grid. */
+/* The block's share of `units` stages: [u0, u1), contiguous, balanced over the grid. To the stage,
+ * not to the row: a row-granular share gave every block a partial last stage and so the maximum
+ * stage count, and was slower (PERF-NOTES v15 row 7: these kernels are bound by their blocks'
+ * stage round trips, not by their bytes). */
 __device__ __forceinline__ void q8t_share(int units, int &u0, int &u1)
 {
     u0 = (int)((long long)blockIdx.x * units / gridDim.x);
@@ -245,7 +250,8 @@ __device__ __forceinline__ void q8t_share(int units, int &u0, int &u1)
 }
 
 /* y[i] (W[i].rows,) [+]= W[i] . x for the job's matrices; dynamic shared memory Q8T_BAR_BYTES +
- * ns * Q8T_ROWS * nb * 18 bytes. */
+ * ns * Q8T_ROWS * nb * 18 bytes, then (XS or nm.x) x as nb q8 blocks, then (nm.x) 32 floats. XS: x
+ * read from shared memory (any width: the down projection); nm.x: the RMS norm folded (rms_fold). */
 template <int NBL, int XS>
 __global__ void __launch_bounds__(Q8T_THREADS, XS ? 3 : 2) matvec_q8t_kernel(const q8_job job,
                                                                               const kc_q8blk *__restrict__ xq, int ns,
