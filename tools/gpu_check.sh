@@ -39,7 +39,8 @@
 #      graph off, ctx 512 and a per-kernel profile;
 #      5b. cuda/bench_gemv: every q4_0 GEMV variant alone on the 27B shapes -> $OUT/bench_gemv.tsv
 #      (fails when a q8 variant is not bit-identical to the reference one);
-#   6. compute-sanitizer --tool memcheck over engine_diff on 3 fixtures (both engines dot=q8)
+#   6. compute-sanitizer --tool memcheck over engine_diff on 3 fixtures (both engines dot=q8) and
+#      on a generated 2B-wide 2-layer model (CUDA q8gemv=tma vs q8gemv=xs: the TMA kernels)
 #      and over `kestrel-eval run` of 4 oracle cases of the suite (all child processes);
 # Exit status: 0 when every step passed, 1 otherwise (the report says which).
 set -u
@@ -293,6 +294,19 @@ EOF_PERF
             { echo "==== engine_diff $f"; tail -n 60 /tmp/sanitizer-$f.log; } >> "$OUT/sanitizer.log"
             [ $rc -le 1 ] && grep -q 'ERROR SUMMARY: 0 errors' /tmp/sanitizer-$f.log || all=1
         done
+        # the fixtures are 64 wide, where every q8gemv=tma GEMV falls back to the register kernels:
+        # a 2B-wide 2-layer model puts the TMA kernels (rings, the SwiGLU's own quantisation, the
+        # wide down projection) and the register ones (q8gemv=xs) under memcheck, CUDA vs CUDA
+        local sw=/tmp/gpu-check-san-2b-q4_0.gguf
+        "$KE" gen-model --preset qwen3.5-2b --type q4_0 --seed 7 --layers 2 --vocab 4096 -o "$sw" > /dev/null 2>&1
+        timeout 180 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+            "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --model "$sw" \
+            --b-options q8gemv=xs --tokens 1,2,3 --greedy 2 --tol 0 > /tmp/sanitizer-2b-wide.log 2>&1
+        rc=$?
+        note "- engine_diff 2B-wide (2 layers), q8gemv=tma vs xs: rc $rc ($(grep -E '^(PASS|FAIL)$' /tmp/sanitizer-2b-wide.log | tail -1)); $(grep -E 'ERROR SUMMARY|LEAK SUMMARY' /tmp/sanitizer-2b-wide.log | tr '\n' ' ')"
+        { echo "==== engine_diff 2B-wide q8gemv=tma vs xs"; tail -n 60 /tmp/sanitizer-2b-wide.log; } >> "$OUT/sanitizer.log"
+        [ $rc -le 1 ] && grep -q 'ERROR SUMMARY: 0 errors' /tmp/sanitizer-2b-wide.log || all=1
+        rm -f "$sw"
         timeout 240 compute-sanitizer --tool memcheck --target-processes all --error-exitcode 9 \
             "$KE" run suites/cuda-check.yaml --db /tmp/sanitizer.db --label memcheck \
             --case mini27-f32-oracle --case minivk-f32-oracle --case minitied-q4_0-oracle --case mini27-q8_0-oracle \
