@@ -387,6 +387,121 @@ __global__ void runahead_kernel(const pf_plan plan, const unsigned int *prog, in
 #endif
 }
 
+/* ---- the first measurement of the plan after v15 (PERF-NOTES "After v15"): the same chain of 16
+ * dependent 5120 x 5120 GEMVs (+ quantize_q8 of each output) as ONE persistent kernel, one block per
+ * SM, whose producer warp streams the block's rows of EVERY GEMV through one TMA ring in chain order,
+ * running ahead of the dependencies by the ring's size; the consumers of GEMV g wait on a counter of
+ * the blocks that finished GEMV g - 1 (its rows and their q8 groups: each block quantises the groups
+ * inside its rows, a group shared with a neighbour by a ticket, as matvec_swiglu_q8t_kernel). Same
+ * per-row arithmetic (q8t_dot) and quantisation (q8_quantize_warp) as the kernels: the final output
+ * must equal the kernel chain's bit for bit. Not yet run on a GPU when written (session 7). ---- */
+#define PCH_N 16
+typedef struct pch_plan {
+    kc_mat W[PCH_N];     /* (D, D) q4_0 layout 0 */
+    float *y;            /* (PCH_N, D): GEMV g's output */
+    kc_q8blk *xq;        /* (PCH_N + 1, D/32): xq[0] the input, xq[g + 1] = quantize_q8(y[g]) */
+    unsigned int *done;  /* (PCH_N,) blocks past GEMV g; zero before the launch */
+    unsigned int *cnt;   /* (PCH_N, D/32) tickets of the groups two blocks share; zero before */
+} pch_plan;
+
+__device__ __forceinline__ void pch_wait_count(const unsigned int *p, unsigned int target)
+{
+    unsigned int v;
+    do {
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    } while (v < target);
+}
+
+template <int NBL>
+__global__ void __launch_bounds__(Q8T_THREADS, 1) chain_persistent_kernel(const pch_plan p, int D, int ns)
+{
+    extern __shared__ __align__(128) unsigned char q8t_smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nb = D / 32;
+    const size_t stage_bytes = (size_t)Q8T_ROWS * nb * 18;
+    int u0, u1;
+    q8t_share(D / Q8T_ROWS, u0, u1);
+    const int per = u1 - u0;
+    unsigned char *ring = q8t_smem + Q8T_BAR_BYTES;
+    float *ys = (float *)(ring + ns * stage_bytes); /* the block's rows of the current GEMV */
+    q8t_ring_init(q8t_smem, ns);
+    if (warp == Q8M_WARPS) { /* the producer: every GEMV's stages in chain order */
+        if (lane == 0)
+            for (int t = 0; t < PCH_N * per; t++) {
+                const int g = t / per, u = u0 + t % per, s = t % ns, lap = t / ns;
+                if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
+                const uint32_t bar = smem_addr(q8t_smem + 8 * s);
+                unsigned char *st = ring + s * stage_bytes;
+                mbar_expect_tx(bar, (uint32_t)Q8T_ROWS * nb * 18u);
+                bulk_g2s(smem_addr(st), (const unsigned char *)p.W[g].data + (size_t)u * Q8T_ROWS * nb * 16,
+                         (uint32_t)Q8T_ROWS * nb * 16, bar);
+                bulk_g2s(smem_addr(st + (size_t)Q8T_ROWS * nb * 16), p.W[g].d + (size_t)u * Q8T_ROWS * nb,
+                         (uint32_t)Q8T_ROWS * nb * 2, bar);
+            }
+        return;
+    }
+    const int rlo = u0 * Q8T_ROWS, rhi = u1 * Q8T_ROWS;
+    for (int g = 0; g < PCH_N; g++) {
+        if (g) pch_wait_count(&p.done[g - 1], gridDim.x); /* every lane: its own acquire */
+        int4 xa[NBL], xb[NBL];
+        float xd[NBL];
+        int xs[NBL];
+        const kc_q8blk *xq = p.xq + (size_t)g * nb;
+#pragma unroll
+        for (int k = 0; k < NBL; k++) { /* q8x_load_x through L2 (this grid wrote it) */
+            const int b = lane + 32 * k;
+            if (b < nb) {
+                const int4 *xv = (const int4 *)(xq + b);
+                xa[k] = __ldcg(xv);
+                xb[k] = __ldcg(xv + 1);
+                const int4 xe = __ldcg(xv + 2);
+                xd[k] = __int_as_float(xe.x);
+                xs[k] = xe.y;
+            } else {
+                xa[k] = xb[k] = make_int4(0, 0, 0, 0);
+                xd[k] = 0.0f;
+                xs[k] = 0;
+            }
+        }
+        float *y = p.y + (size_t)g * D;
+        for (int u = 0; u < per; u++) {
+            const int t = g * per + u, s = t % ns, lap = t / ns;
+            mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
+            const int row = rlo + u * Q8T_ROWS + warp;
+            const float sum = q8t_dot<NBL>(ring + s * stage_bytes, nb, warp, xa, xb, xd, xs);
+            if (lane == 0) {
+                y[row] = sum;
+                ys[row - rlo] = sum;
+            }
+            __syncwarp();
+            if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
+        }
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the block's rows written */
+        kc_q8blk *yq = p.xq + (size_t)(g + 1) * nb;
+        unsigned int *cnt = p.cnt + (size_t)g * nb;
+        for (int grp = rlo / 32 + warp; grp <= (rhi - 1) / 32; grp += Q8M_WARPS) {
+            const int lo = grp * 32 > rlo ? grp * 32 : rlo, hi = grp * 32 + 32 < rhi ? grp * 32 + 32 : rhi;
+            if (hi - lo == 32) {
+                q8_quantize_warp(ys[grp * 32 + lane - rlo], yq + grp);
+                continue;
+            }
+            int last = 0;
+            if (lane == 0) {
+                __threadfence();
+                last = atomicAdd(&cnt[grp], (unsigned)(hi - lo)) + (unsigned)(hi - lo) == 32u;
+            }
+            if (__shfl_sync(0xffffffffu, last, 0)) {
+                __threadfence();
+                q8_quantize_warp(__ldcg(&y[grp * 32 + lane]), yq + grp);
+            }
+        }
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* its groups written */
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(&p.done[g], 1u);
+        }
+    }
+}
+
 /* median us of run() over NREP repetitions, each after prep() (not timed) and followed by after() */
 template <typename P, typename F, typename A>
 static int time_reps(P prep, F run, A after, cudaStream_t st, double *us)
@@ -573,6 +688,63 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
                            (b0 - T0) / 1e3, (b1 - T0) / 1e3, (c1 - T0) / 1e3, (d0 - T0) / 1e3, (d1 - T0) / 1e3, nblk, mx, used);
                 }
             }
+        }
+        /* the chain as one persistent kernel (chain_persistent_kernel): the kernel chain's final
+         * output as the reference, then the persistent one timed and compared */
+        {
+            for (int i = 0; i < N; i++) ws[i].q8kind = 0;
+            CK(kc_quantize_q8(x, D, xq, st));
+            kc_set_pdl(1);
+            for (int i = 0; i < N; i++) {
+                const kc_mat *one[1] = {&ws[i]};
+                float *Y[1] = {y};
+                CK(kc_matvec_q8(one, Y, 1, xq, 0, st));
+                CK(kc_quantize_q8(y, D, xq, st));
+            }
+            kc_set_pdl(0);
+            std::vector<float> ref(D), got(D);
+            CK(cudaMemcpy(ref.data(), y, D * 4, cudaMemcpyDeviceToHost));
+            pch_plan pp;
+            memset(&pp, 0, sizeof pp);
+            for (int i = 0; i < N; i++) pp.W[i] = ws[i];
+            CK(cudaMalloc(&pp.y, (size_t)N * D * 4));
+            CK(cudaMalloc(&pp.xq, (size_t)(N + 1) * (D / 32) * sizeof(kc_q8blk)));
+            CK(cudaMalloc(&pp.done, N * 4));
+            CK(cudaMalloc(&pp.cnt, (size_t)N * (D / 32) * 4));
+            const size_t stage = (size_t)Q8T_ROWS * (D / 32) * 18;
+            const int nsc[2] = {8, 4}; /* ring stages: 8 x 23 KB = 184 KB (1.6 GEMVs of look-ahead), 4 */
+            for (int c = 0; c < 2; c++) {
+                const int ns = nsc[c], units = D / Q8T_ROWS, per = (units + g_sms - 1) / g_sms;
+                const size_t smem = Q8T_BAR_BYTES + ns * stage + (size_t)per * Q8T_ROWS * 4;
+                CK(cudaFuncSetAttribute(chain_persistent_kernel<5>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+                auto prep = [&]() -> cudaError_t {
+                    cudaError_t e = kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st);
+                    if (e == cudaSuccess) e = cudaMemsetAsync(pp.done, 0, N * 4, st);
+                    if (e == cudaSuccess) e = cudaMemsetAsync(pp.cnt, 0, (size_t)N * (D / 32) * 4, st);
+                    if (e == cudaSuccess) e = kc_quantize_q8(x, D, pp.xq, st);
+                    return e;
+                };
+                auto run = [&]() -> cudaError_t {
+                    int d = D, n = ns;
+                    void *args[3] = {(void *)&pp, (void *)&d, (void *)&n};
+                    return cudaLaunchCooperativeKernel((const void *)chain_persistent_kernel<5>, dim3(g_sms),
+                                                       dim3(Q8T_THREADS), args, smem, st);
+                };
+                double us;
+                if (time_reps(prep, run, []() { return cudaSuccess; }, st, &us)) return 1;
+                CK(cudaStreamSynchronize(st));
+                CK(cudaMemcpy(got.data(), pp.y + (size_t)(N - 1) * D, D * 4, cudaMemcpyDeviceToHost));
+                const int same = !memcmp(got.data(), ref.data(), D * 4);
+                printf("l2\tchain16x%dx%d_persistent_ring%d\t-\t-\t%.2f\t%.0f\t%llu\n", D, D, ns, us, total / us / 1e3,
+                       (unsigned long long)total);
+                printf("# persistent chain (ring of %d stages) vs the kernel chain: final output %s\n", ns,
+                       same ? "bit-identical" : "MISMATCH");
+                if (!same) return 1;
+            }
+            cudaFree(pp.y);
+            cudaFree(pp.xq);
+            cudaFree(pp.done);
+            cudaFree(pp.cnt);
         }
         g_q8x_slots[0][5] = saved;
         kc_set_q8t_xs(0);
