@@ -766,7 +766,8 @@ static int q8x_nbl(const kc_mat *W)
 }
 
 /* ---- q8gemv=tma (gemv_q8t.cuh): the ring's shared memory per block and blocks per SM ---- */
-static int g_q8t_kb = 100, g_q8t_per_sm = 2, g_q8t_sms, g_q8t_xs, g_q8t_wide_kb = 200;
+static int g_q8t_kb = 100, g_q8t_per_sm = 2, g_q8t_sms, g_q8t_xs;
+#define Q8T_WIDE_KB 200 /* the wide matrices' ring when kc_mat.q8t_wkb is 0 (v15: 160 = one stage, 8% slower) */
 
 void kc_set_q8t(int smem_kb, int per_sm)
 {
@@ -776,7 +777,6 @@ void kc_set_q8t(int smem_kb, int per_sm)
 
 void kc_set_q8t_xs(int on) { g_q8t_xs = on; }
 
-void kc_set_q8t_wide(int smem_kb) { g_q8t_wide_kb = smem_kb; }
 
 template <int NBL>
 static cudaError_t q8t_setup_one(void)
@@ -836,10 +836,10 @@ static int q8t_plan(const kc_mat *W, int units, size_t stage_bytes, int *grid, i
 }
 
 /* matrices too wide for x in registers (cols > 6144: the down projection), rows <= 65536: x in shared
- * memory, one block per SM, a ring of g_q8t_wide_kb (0: they stream) */
+ * memory, one block per SM, a ring of W->q8t_wkb KB (0: Q8T_WIDE_KB, -1: they stream) */
 static int q8t_wide_plan(const kc_mat *W, int rows, int *grid, int *ns, size_t *smem)
 {
-    const int nb = W->cols / 32, kb = W->q8t_wkb ? W->q8t_wkb : g_q8t_wide_kb;
+    const int nb = W->cols / 32, kb = W->q8t_wkb ? W->q8t_wkb : Q8T_WIDE_KB;
     return W->q8kind == 2 && kb > 0 && W->cols > 6144 && nb <= 1024 && rows <= 65536 && q8t_aligned(W) &&
            q8t_plan_in((rows + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)Q8T_ROWS * nb * 18, kb, 1,
                        (size_t)nb * sizeof(kc_q8blk), grid, ns, smem);

@@ -54,7 +54,7 @@ typedef struct kc_mat {
                      * 2 x-stationary with the weights bulk-copied into a shared-memory ring (gemv_q8t.cuh) */
     int32_t early; /* q4_0 x q8 x-stationary GEMV: first row's weights loaded before the PDL wait (option gemv_early) */
     int32_t q8t_kb, q8t_sm; /* q8kind 2: this matrix's ring KB and blocks per SM (0: kc_set_q8t's) */
-    int32_t q8t_wkb;        /* q8kind 2, cols > 6144: ring KB (0: kc_set_q8t_wide's, -1: the streaming kernel) */
+    int32_t q8t_wkb;        /* q8kind 2, cols > 6144: ring KB at one block per SM (0: 200, -1: the streaming kernel) */
     int32_t q8t_xs;         /* q8kind 2: 1 x in shared memory (0: kc_set_q8t_xs's) */
     int32_t q8wide; /* q4_0 x q8 GEMV of the matrices that stream (q8kind 1 or not x-stationary): 0 the
                      * streaming kernel, 1 the same with x via the read-only path (A/B only: not PDL-safe),
@@ -204,9 +204,6 @@ int kc_q8_stationary(const kc_mat *W);
 void kc_set_q8t(int smem_kb, int per_sm);
 /* q8gemv=tma: x in shared memory instead of registers (fewer registers per thread; A/B) */
 void kc_set_q8t_xs(int on);
-/* q8gemv=tma for matrices wider than 6144 columns (rows <= 65536: the down projection): x in shared
- * memory, one block per SM with a ring of smem_kb KB; 0: they keep the streaming kernel. Default 200. */
-void kc_set_q8t_wide(int smem_kb);
 /* The input of an RMS norm folded into the q8gemv=tma GEMV that consumes it (option rms_fold):
  * the GEMV computes kc_rmsnorm_q8(x, w, xn, xq, n, eps) itself, bit for bit, and uses it as its x;
  * xn, xq (may be NULL) are still written, for later readers. x == NULL: no norm. */
