@@ -396,13 +396,21 @@ __global__ void runahead_kernel(const pf_plan plan, const unsigned int *prog, in
  * per-row arithmetic (q8t_dot) and quantisation (q8_quantize_warp) as the kernels: the final output
  * must equal the kernel chain's bit for bit. Not yet run on a GPU when written (session 7). ---- */
 #define PCH_N 16
+#define PCH_TS 20
 typedef struct pch_plan {
     kc_mat W[PCH_N];     /* (D, D) q4_0 layout 0 */
     float *y;            /* (PCH_N, D): GEMV g's output */
     kc_q8blk *xq;        /* (PCH_N + 1, D/32): xq[0] the input, xq[g + 1] = quantize_q8(y[g]) */
     unsigned int *done;  /* (PCH_N,) blocks past GEMV g; zero before the launch */
     unsigned int *cnt;   /* (PCH_N, D/32) tickets of the groups two blocks share; zero before */
+    unsigned long long *ts; /* (PCH_N, grid, PCH_TS) thread 0's %globaltimer: waited, rows done, groups done, published, x loaded, stage u ready [5+u], computed [10+u], issued by the producer [15+u]; or NULL */
 } pch_plan;
+__device__ __forceinline__ unsigned long long pch_now(void)
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
 
 __device__ __forceinline__ void pch_wait_count(const unsigned int *p, unsigned int target)
 {
@@ -436,12 +444,21 @@ __global__ void __launch_bounds__(Q8T_THREADS, 1) chain_persistent_kernel(const 
                          (uint32_t)Q8T_ROWS * nb * 16, bar);
                 bulk_g2s(smem_addr(st + (size_t)Q8T_ROWS * nb * 16), p.W[g].d + (size_t)u * Q8T_ROWS * nb,
                          (uint32_t)Q8T_ROWS * nb * 2, bar);
+                if (p.ts && t % per < 5) p.ts[((size_t)g * gridDim.x + blockIdx.x) * PCH_TS + 15 + t % per] = pch_now();
             }
         return;
     }
     const int rlo = u0 * Q8T_ROWS, rhi = u1 * Q8T_ROWS;
     for (int g = 0; g < PCH_N; g++) {
-        if (g) pch_wait_count(&p.done[g - 1], gridDim.x); /* every lane: its own acquire */
+        if (g) { /* one spinner per block: 256 x 132 threads polling one word starve the L2 slice that holds it */
+            if (threadIdx.x == 0) {
+                pch_wait_count(&p.done[g - 1], gridDim.x);
+                __threadfence();
+            }
+            asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+        }
+        unsigned long long *ts = p.ts ? p.ts + ((size_t)g * gridDim.x + blockIdx.x) * PCH_TS : NULL;
+        if (ts && threadIdx.x == 0) ts[0] = pch_now();
         int4 xa[NBL], xb[NBL];
         float xd[NBL];
         int xs[NBL];
@@ -462,20 +479,30 @@ __global__ void __launch_bounds__(Q8T_THREADS, 1) chain_persistent_kernel(const 
                 xs[k] = 0;
             }
         }
+        if (ts && threadIdx.x == 0) {
+            asm volatile("" ::"f"(xd[0]), "f"(xd[NBL - 1]));
+            ts[4] = pch_now();
+        }
         float *y = p.y + (size_t)g * D;
         for (int u = 0; u < per; u++) {
             const int t = g * per + u, s = t % ns, lap = t / ns;
             mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
+            if (ts && threadIdx.x == 0 && u < 5) ts[5 + u] = pch_now();
             const int row = rlo + u * Q8T_ROWS + warp;
             const float sum = q8t_dot<NBL>(ring + s * stage_bytes, nb, warp, xa, xb, xd, xs);
             if (lane == 0) {
                 y[row] = sum;
                 ys[row - rlo] = sum;
             }
+            if (ts && threadIdx.x == 0 && u < 5) {
+                asm volatile("" ::"f"(sum));
+                ts[10 + u] = pch_now();
+            }
             __syncwarp();
             if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
         }
         asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the block's rows written */
+        if (ts && threadIdx.x == 0) ts[1] = pch_now();
         kc_q8blk *yq = p.xq + (size_t)(g + 1) * nb;
         unsigned int *cnt = p.cnt + (size_t)g * nb;
         for (int grp = rlo / 32 + warp; grp <= (rhi - 1) / 32; grp += Q8M_WARPS) {
@@ -495,11 +522,238 @@ __global__ void __launch_bounds__(Q8T_THREADS, 1) chain_persistent_kernel(const 
             }
         }
         asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* its groups written */
+        if (ts && threadIdx.x == 0) ts[2] = pch_now();
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(&p.done[g], 1u);
+            if (ts) ts[3] = pch_now();
+        }
+    }
+}
+
+
+/* Variants of chain_persistent_kernel (session 8, after its timeline showed ~14 us per GEMV of which
+ * the fetches were not the cause): ILP: a warp waits for all the block's stages of a GEMV, then
+ * computes its rows of all of them interleaved (independent accumulators, each row's order as
+ * q8t_dot: the same bits); XLOCAL: no tickets and no published q8 groups: every block quantises the
+ * whole of y[g - 1] (D floats from L2) into shared memory itself, so a GEMV's only cross-block edge is
+ * one counter; NODATA: the consumers skip the ring after its first fill (wrong outputs, timing only:
+ * the chain's sync + compute critical path without any weight traffic). Needs per <= PCH_PMAX <= ns. */
+#define PCH_PMAX 5
+template <int NBL, bool ILP, bool XLOCAL, bool NODATA, bool XSHARE = false>
+__global__ void __launch_bounds__(Q8T_THREADS, 1) chain_persistent2_kernel(const pch_plan p, int D, int ns)
+{
+    extern __shared__ __align__(128) unsigned char q8t_smem[];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nb = D / 32;
+    const size_t stage_bytes = (size_t)Q8T_ROWS * nb * 18;
+    int u0, u1;
+    q8t_share(D / Q8T_ROWS, u0, u1);
+    const int per = u1 - u0;
+    unsigned char *ring = q8t_smem + Q8T_BAR_BYTES;
+    float *ys = (float *)(ring + ns * stage_bytes);                              /* (per * 8,) */
+    kc_q8blk *xsm = (kc_q8blk *)(ring + ns * stage_bytes + PCH_PMAX * Q8T_ROWS * 4); /* (nb,) XLOCAL */
+    q8t_ring_init(q8t_smem, ns);
+    if (warp == Q8M_WARPS) {
+        if (lane == 0)
+            for (int t = 0; t < (NODATA ? (ns < per ? ns : per) : PCH_N * per); t++) {
+                const int g = t / per, u = u0 + t % per, s = t % ns, lap = t / ns;
+                if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
+                const uint32_t bar = smem_addr(q8t_smem + 8 * s);
+                unsigned char *st = ring + s * stage_bytes;
+                mbar_expect_tx(bar, (uint32_t)Q8T_ROWS * nb * 18u);
+                bulk_g2s(smem_addr(st), (const unsigned char *)p.W[g].data + (size_t)u * Q8T_ROWS * nb * 16,
+                         (uint32_t)Q8T_ROWS * nb * 16, bar);
+                bulk_g2s(smem_addr(st + (size_t)Q8T_ROWS * nb * 16), p.W[g].d + (size_t)u * Q8T_ROWS * nb,
+                         (uint32_t)Q8T_ROWS * nb * 2, bar);
+            }
+        return;
+    }
+    const int rlo = u0 * Q8T_ROWS, rhi = u1 * Q8T_ROWS;
+    if (NODATA) /* the first fill only, then every GEMV reads it */
+        for (int u = 0; u < (ns < per ? ns : per); u++) mbar_wait(smem_addr(q8t_smem + 8 * u), 0);
+    for (int g = 0; g < PCH_N; g++) {
+        if (g) {
+            if (threadIdx.x == 0) {
+                pch_wait_count(&p.done[g - 1], gridDim.x);
+                __threadfence();
+            }
+            asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+        }
+        int4 xa[NBL], xb[NBL];
+        float xd[NBL];
+        int xs[NBL];
+        const kc_q8blk *xq = p.xq + (size_t)g * nb;
+        if (XLOCAL && g) {
+            const float *yp = p.y + (size_t)(g - 1) * D;
+            for (int grp = warp; grp < nb; grp += Q8M_WARPS) q8_quantize_warp(__ldcg(yp + grp * 32 + lane), xsm + grp);
+            asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+            xq = xsm;
+        }
+        if (XSHARE) { /* the block's one copy of x: 1/8 of the L2 reads of per-warp loads */
+            for (int i = threadIdx.x; i < nb * 3; i += 32 * Q8M_WARPS) ((int4 *)xsm)[i] = __ldcg((const int4 *)xq + i);
+            asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+            xq = xsm;
+        }
+#pragma unroll
+        for (int k = 0; k < NBL; k++) {
+            const int b = lane + 32 * k;
+            if (b < nb) {
+                const int4 *xv = (const int4 *)(xq + b);
+                if ((XLOCAL && g) || XSHARE) {
+                    xa[k] = xv[0];
+                    xb[k] = xv[1];
+                    const int4 xe = xv[2];
+                    xd[k] = __int_as_float(xe.x);
+                    xs[k] = xe.y;
+                } else {
+                    xa[k] = __ldcg(xv);
+                    xb[k] = __ldcg(xv + 1);
+                    const int4 xe = __ldcg(xv + 2);
+                    xd[k] = __int_as_float(xe.x);
+                    xs[k] = xe.y;
+                }
+            } else {
+                xa[k] = xb[k] = make_int4(0, 0, 0, 0);
+                xd[k] = 0.0f;
+                xs[k] = 0;
+            }
+        }
+        float *y = p.y + (size_t)g * D;
+        if (ILP) {
+            const unsigned char *sp[PCH_PMAX];
+#pragma unroll
+            for (int u = 0; u < PCH_PMAX; u++) {
+                const int t = NODATA ? u : g * per + u, s = t % ns, lap = t / ns;
+                sp[u] = ring + s * stage_bytes;
+                if (u < per && !NODATA) mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
+            }
+            float acc[PCH_PMAX];
+#pragma unroll
+            for (int u = 0; u < PCH_PMAX; u++) acc[u] = 0.0f;
+#pragma unroll
+            for (int k = 0; k < NBL; k++) {
+                const int b = lane + 32 * k;
+                if (b < nb) {
+#pragma unroll
+                    for (int u = 0; u < PCH_PMAX; u++)
+                        if (u < per) {
+                            const uint4 *q = (const uint4 *)(sp[u] + (size_t)warp * nb * 16);
+                            const __half *d = (const __half *)(sp[u] + (size_t)Q8T_ROWS * nb * 16 + (size_t)warp * nb * 2);
+                            const int c = q4q8_block_dot(q[b], xa[k], xb[k], xs[k]);
+                            const float sc = __half2float(d[b]) * xd[k];
+                            acc[u] = acc[u] + sc * (float)c;
+                        }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < PCH_PMAX; u++)
+                if (u < per) {
+                    const float sum = warp_sum(acc[u]);
+                    if (lane == 0) {
+                        y[rlo + u * Q8T_ROWS + warp] = sum;
+                        ys[u * Q8T_ROWS + warp] = sum;
+                    }
+                }
+            __syncwarp();
+            if (lane == 0 && !NODATA)
+                for (int u = 0; u < per; u++) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + (g * per + u) % ns)));
+        } else {
+            for (int u = 0; u < per; u++) {
+                const int t = NODATA ? u % ns : g * per + u, s = t % ns, lap = t / ns;
+                if (!NODATA) mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
+                const int row = rlo + u * Q8T_ROWS + warp;
+                const float sum = q8t_dot<NBL>(ring + s * stage_bytes, nb, warp, xa, xb, xd, xs);
+                if (lane == 0) {
+                    y[row] = sum;
+                    ys[row - rlo] = sum;
+                }
+                __syncwarp();
+                if (lane == 0 && !NODATA) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
+            }
+        }
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the block's rows written */
+        if (!XLOCAL) {
+            kc_q8blk *yq = p.xq + (size_t)(g + 1) * nb;
+            unsigned int *cnt = p.cnt + (size_t)g * nb;
+            for (int grp = rlo / 32 + warp; grp <= (rhi - 1) / 32; grp += Q8M_WARPS) {
+                const int lo = grp * 32 > rlo ? grp * 32 : rlo, hi = grp * 32 + 32 < rhi ? grp * 32 + 32 : rhi;
+                if (hi - lo == 32) {
+                    q8_quantize_warp(ys[grp * 32 + lane - rlo], yq + grp);
+                    continue;
+                }
+                int last = 0;
+                if (lane == 0) {
+                    __threadfence();
+                    last = atomicAdd(&cnt[grp], (unsigned)(hi - lo)) + (unsigned)(hi - lo) == 32u;
+                }
+                if (__shfl_sync(0xffffffffu, last, 0)) {
+                    __threadfence();
+                    q8_quantize_warp(__ldcg(&y[grp * 32 + lane]), yq + grp);
+                }
+            }
+            asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+        }
         if (threadIdx.x == 0) {
             __threadfence();
             atomicAdd(&p.done[g], 1u);
         }
     }
+}
+
+
+/* The grid-wide counter step alone (session 8: the NODATA chain still took ~14 us per GEMV): n rounds
+ * of [wait for done[g - 1] == grid (thread 0), bar.sync, load x (nbx q8 blocks of round g, replica
+ * blockIdx % R), bar.sync, thread 0: fence, atomicAdd(done[g])]. mode 0: no x; 1: each warp loads
+ * its lanes' 16-byte words of the 5 blocks (nbx 160) by ld.cg; 33: each warp loads all 48 bytes of
+ * its lanes' blocks by ld.cg (what the GEMVs' warps read); 65: the same by ld.ca (the engine's
+ * kernels, through L1); 17: the block's one copy into shared memory by ld.cg. x (n, R, nbx) blocks. */
+__global__ void __launch_bounds__(Q8T_THREADS, 1) sync_probe_kernel(unsigned int *done, const kc_q8blk *xq, float *out,
+                                                                   int n, int mode, int nbx, int R)
+{
+    extern __shared__ int4 xsh[]; /* (nbx * 3,) mode 17 */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp == Q8M_WARPS) return;
+    float acc = 0.0f;
+    for (int g = 0; g < n; g++) {
+        if (g) {
+            if (threadIdx.x == 0) {
+                unsigned int v;
+                do {
+                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(done + (g - 1) * 32) : "memory");
+                } while (v < gridDim.x);
+                __threadfence();
+            }
+            asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+        }
+        const int4 *x = (const int4 *)(xq + ((size_t)g * R + blockIdx.x % R) * nbx);
+        int c = 0;
+        if (mode == 17) {
+            for (int i = threadIdx.x; i < nbx * 3; i += 32 * Q8M_WARPS) xsh[i] = __ldcg(x + i);
+            asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+            for (int b = lane; b < nbx; b += 32) c = __dp4a(xsh[3 * b].x, xsh[3 * b + 2].y, c);
+        } else if (mode == 1) {
+#pragma unroll
+            for (int k = 0; k < 5; k++) {
+                const int4 v = __ldcg(x + 3 * (lane + 32 * k));
+                c = __dp4a(v.x, v.y, c);
+            }
+        } else if (mode == 33 || mode == 65) {
+#pragma unroll
+            for (int k = 0; k < 5; k++) {
+                const int4 *v = x + 3 * (lane + 32 * k);
+                const int4 a = mode == 33 ? __ldcg(v) : __ldca(v), b = mode == 33 ? __ldcg(v + 1) : __ldca(v + 1),
+                           e = mode == 33 ? __ldcg(v + 2) : __ldca(v + 2);
+                c = __dp4a(a.x ^ b.y, e.x, c);
+            }
+        }
+        acc += warp_sum((float)c);
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+        if (threadIdx.x == 0) {
+            __threadfence();
+            atomicAdd(done + g * 32, 1u);
+        }
+    }
+    if (lane == 0) out[blockIdx.x * Q8M_WARPS + warp] = acc;
 }
 
 /* median us of run() over NREP repetitions, each after prep() (not timed) and followed by after() */
@@ -740,6 +994,117 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
                 printf("# persistent chain (ring of %d stages) vs the kernel chain: final output %s\n", ns,
                        same ? "bit-identical" : "MISMATCH");
                 if (!same) return 1;
+                /* one more run with thread 0's timeline: per GEMV, min/max over blocks (us from the
+                 * earliest 'waited' of GEMV 0) */
+                CK(cudaMalloc(&pp.ts, (size_t)N * g_sms * PCH_TS * 8));
+                CK(cudaMemset(pp.ts, 0, (size_t)N * g_sms * PCH_TS * 8));
+                CK(prep());
+                CK(run());
+                CK(cudaStreamSynchronize(st));
+                std::vector<unsigned long long> tv((size_t)N * g_sms * PCH_TS);
+                CK(cudaMemcpy(tv.data(), pp.ts, tv.size() * 8, cudaMemcpyDeviceToHost));
+                cudaFree(pp.ts);
+                pp.ts = NULL;
+                unsigned long long T0 = ~0ull;
+                for (int b = 0; b < g_sms; b++) T0 = std::min(T0, tv[(size_t)b * PCH_TS]);
+                printf("# timeline persistent ring%d: gemv waited[min,max] rows[min,max] groups[min,max] published[min,max] (us)\n", ns);
+                static const char *tsn[PCH_TS] = {"waited", "rows", "groups", "published", "x_loaded", "ready0", "ready1", "ready2", "ready3", "ready4",
+                                                  "done0", "done1", "done2", "done3", "done4", "issued0", "issued1", "issued2", "issued3", "issued4"};
+                for (int i = 0; i < N; i++) {
+                    double mn[PCH_TS], mx[PCH_TS];
+                    for (int k = 0; k < PCH_TS; k++) {
+                        mn[k] = 1e30;
+                        mx[k] = -1e30;
+                        for (int b = 0; b < g_sms; b++) {
+                            const unsigned long long r = tv[((size_t)i * g_sms + b) * PCH_TS + k];
+                            if (!r) continue;
+                            const double v = (double)(long long)(r - T0) / 1e3;
+                            mn[k] = std::min(mn[k], v);
+                            mx[k] = std::max(mx[k], v);
+                        }
+                    }
+                    printf("#  %2d  %7.2f %7.2f  %7.2f %7.2f  %7.2f %7.2f  %7.2f %7.2f\n", i, mn[0], mx[0], mn[1], mx[1], mn[2], mx[2], mn[3], mx[3]);
+                    if (i == 2 || i == 9) { /* the detail of two GEMVs, block 0 and the field */
+                        for (int k = 4; k < PCH_TS; k++) {
+                            const unsigned long long r0 = tv[((size_t)i * g_sms + 0) * PCH_TS + k];
+                            printf("#      %-9s min %7.2f max %7.2f block0 %7.2f\n", tsn[k], mn[k], mx[k], r0 ? (double)(long long)(r0 - T0) / 1e3 : -1.0);
+                        }
+                    }
+                }
+            }
+            { /* the variants, ring of 8 (per <= 5 on 132 SMs) */
+                typedef void (*pk_t)(const pch_plan, int, int);
+                const struct { const char *name; pk_t k; int check; } var[] = {
+                    {"p2_base", chain_persistent2_kernel<5, false, false, false>, 1},
+                    {"p2_ilp", chain_persistent2_kernel<5, true, false, false>, 1},
+                    {"p2_xlocal", chain_persistent2_kernel<5, false, true, false>, 1},
+                    {"p2_ilp_xlocal", chain_persistent2_kernel<5, true, true, false>, 1},
+                    {"p2_ilp_xlocal_nodata", chain_persistent2_kernel<5, true, true, true>, 0},
+                    {"p2_base_nodata", chain_persistent2_kernel<5, false, false, true>, 0},
+                    {"p2_xshare", chain_persistent2_kernel<5, false, false, false, true>, 1},
+                    {"p2_ilp_xshare", chain_persistent2_kernel<5, true, false, false, true>, 1},
+                    {"p2_ilp_xshare_nodata", chain_persistent2_kernel<5, true, false, true, true>, 0},
+                };
+                const int ns = 8, units = D / Q8T_ROWS, per = (units + g_sms - 1) / g_sms;
+                const size_t smem = Q8T_BAR_BYTES + ns * stage + (size_t)PCH_PMAX * Q8T_ROWS * 4 + (size_t)(D / 32) * sizeof(kc_q8blk);
+                for (size_t vi = 0; vi < sizeof var / sizeof var[0] && per <= PCH_PMAX; vi++) {
+                    CK(cudaFuncSetAttribute((const void *)var[vi].k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+                    auto prep = [&]() -> cudaError_t {
+                        cudaError_t e = kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st);
+                        if (e == cudaSuccess) e = cudaMemsetAsync(pp.done, 0, N * 4, st);
+                        if (e == cudaSuccess) e = cudaMemsetAsync(pp.cnt, 0, (size_t)N * (D / 32) * 4, st);
+                        if (e == cudaSuccess) e = cudaMemsetAsync(pp.y, 0, (size_t)N * D * 4, st);
+                        if (e == cudaSuccess) e = kc_quantize_q8(x, D, pp.xq, st);
+                        return e;
+                    };
+                    auto run = [&]() -> cudaError_t {
+                        int d = D, n = ns;
+                        void *args[3] = {(void *)&pp, (void *)&d, (void *)&n};
+                        return cudaLaunchCooperativeKernel((const void *)var[vi].k, dim3(g_sms), dim3(Q8T_THREADS), args, smem, st);
+                    };
+                    double us;
+                    if (time_reps(prep, run, []() { return cudaSuccess; }, st, &us)) return 1;
+                    CK(cudaStreamSynchronize(st));
+                    CK(cudaMemcpy(got.data(), pp.y + (size_t)(N - 1) * D, D * 4, cudaMemcpyDeviceToHost));
+                    const int same = !memcmp(got.data(), ref.data(), D * 4);
+                    printf("l2\tchain16x%dx%d_%s\t-\t-\t%.2f\t%.0f\t%llu\n", D, D, var[vi].name, us, total / us / 1e3,
+                           (unsigned long long)total);
+                    printf("# %s vs the kernel chain: final output %s\n", var[vi].name,
+                           !var[vi].check ? "not compared (timing only)" : same ? "bit-identical" : "MISMATCH");
+                    if (var[vi].check && !same) return 1;
+                }
+            }
+            { /* the counter step alone, and the x broadcast's cost */
+                unsigned int *dn;
+                float *o;
+                kc_q8blk *xb;
+                CK(cudaMalloc(&dn, 16 * 32 * 4));
+                CK(cudaMalloc(&o, (size_t)g_sms * Q8M_WARPS * 4));
+                CK(cudaMalloc(&xb, (size_t)16 * 8 * 544 * sizeof(kc_q8blk)));
+                CK(cudaMemset(xb, 1, (size_t)16 * 8 * 544 * sizeof(kc_q8blk)));
+                CK(cudaFuncSetAttribute(sync_probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 544 * 48));
+                const int cfg[][3] = {{0, 160, 1},  {1, 160, 1},  {33, 160, 1}, {33, 160, 4}, {65, 160, 1}, {65, 160, 4},
+                                      {17, 160, 1}, {17, 160, 2}, {17, 160, 4}, {17, 160, 8}, {17, 544, 1}, {17, 544, 4}, {17, 544, 8}};
+                for (int ci = 0; ci < (int)(sizeof cfg / sizeof cfg[0]); ci++) {
+                    double t1 = 0, t16 = 0;
+                    for (int n = 1; n <= 16; n += 15) {
+                        int md = cfg[ci][0], nn = n, nbx = cfg[ci][1], R = cfg[ci][2];
+                        auto prep = [&]() -> cudaError_t { return cudaMemsetAsync(dn, 0, 16 * 32 * 4, st); };
+                        auto run = [&]() -> cudaError_t {
+                            void *args[7] = {(void *)&dn, (void *)&xb, (void *)&o, (void *)&nn, (void *)&md, (void *)&nbx, (void *)&R};
+                            return cudaLaunchCooperativeKernel((const void *)sync_probe_kernel, dim3(g_sms), dim3(Q8T_THREADS), args,
+                                                               (size_t)nbx * 48, st);
+                        };
+                        double us;
+                        if (time_reps(prep, run, []() { return cudaSuccess; }, st, &us)) return 1;
+                        (n == 1 ? t1 : t16) = us;
+                    }
+                    printf("l2\tsync_probe_mode%d_nbx%d_R%d\t-\t-\t%.2f\t-\t-\t# per round %.2f us\n", cfg[ci][0], cfg[ci][1], cfg[ci][2],
+                           t16, (t16 - t1) / 15);
+                }
+                cudaFree(dn);
+                cudaFree(o);
+                cudaFree(xb);
             }
             cudaFree(pp.y);
             cudaFree(pp.xq);

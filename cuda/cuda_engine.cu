@@ -26,7 +26,8 @@
  * q8t_skip=0..15 (tma not for: 1 ssm_out/attn_output, 2 ffn_down, 4 input projections, 8 gate/up;
  * A/B), q8t_okb / q8t_osm (the out projections' own ring; 0 = q8t_kb / q8t_sm; A/B),
  * rms_fold=0|1 (q8gemv=tma: each layer's two RMS norms computed by the GEMV that consumes them,
- * one launch less each, same bits), carveout=0..100|101 (percent of L1/shared storage as shared memory for every step kernel; 101 = the
+ * one launch less each, same bits), norm_tail=0|1 (q8gemv=tma: each RMS norm computed by the last block
+ * of the residual GEMV before it, one launch less each, same bits; not with rms_fold), carveout=0..100|101 (percent of L1/shared storage as shared memory for every step kernel; 101 = the
  * driver's choice per kernel),
  * q8wide=stream|nc|smem (q8 GEMVs too wide or tall for xs: the streaming kernel (default), the same
  * with x read through the read-only path (A/B only: not PDL-safe), or a persistent grid with x in
@@ -68,7 +69,8 @@ extern "C" {
 #define Q8KIND_DEFAULT 2 /* option q8gemv: tma, ab 0.9777 against xs (PERF-NOTES v15) */
 #define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */
 #define Q8T_SM_DEFAULT 2
-#define RMS_FOLD_DEFAULT 0 /* option rms_fold: until measured (PERF-NOTES v15) */
+#define RMS_FOLD_DEFAULT 0 /* option rms_fold: ab 1.19 slower (PERF-NOTES v15) */
+#define NORM_TAIL_DEFAULT 0 /* option norm_tail: until measured (PERF-NOTES v16) */
 #define CARVEOUT_DEFAULT -1 /* option carveout (101 = -1): the driver's split per kernel */
 #define Q8T_WKB_DEFAULT 200 /* option q8t_wkb: the down projection by TMA, one 200 KB ring per SM (v15) */
 
@@ -93,7 +95,7 @@ struct kestrel_engine {
 
 typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
-    int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, q8t_kb, q8t_sm, q8t_xs, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, carveout, rms_fold;
+    int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, q8t_kb, q8t_sm, q8t_xs, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, carveout, rms_fold, norm_tail;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -190,6 +192,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->q8t_okb = 0;
     o->carveout = CARVEOUT_DEFAULT;
     o->rms_fold = RMS_FOLD_DEFAULT;
+    o->norm_tail = NORM_TAIL_DEFAULT;
     o->q8t_osm = 0;
     o->gemv_unroll = 0;
     o->vram_limit = 0;
@@ -236,6 +239,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "q8t_wkb") && (v == 0 || (v >= 16 && v <= 227))) o->q8t_wkb = (int)v;
         else if (!strcmp(kv, "q8t_skip") && v <= 15) o->q8t_skip = (int)v;
         else if (!strcmp(kv, "rms_fold") && v <= 1) o->rms_fold = (int)v;
+        else if (!strcmp(kv, "norm_tail") && v <= 1) o->norm_tail = (int)v;
         else if (!strcmp(kv, "carveout") && v <= 101) o->carveout = v == 101 ? -1 : (int)v;
         else if (!strcmp(kv, "q8t_okb") && (v == 0 || (v >= 16 && v <= 227))) o->q8t_okb = (int)v;
         else if (!strcmp(kv, "q8t_osm") && v <= 4) o->q8t_osm = (int)v;
@@ -246,7 +250,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused, gdn=split|fused, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1, norm_tail=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused, gdn=split|fused, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -543,6 +547,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->q8t_skip = o.q8t_skip;
     e->m->carveout = o.carveout;
     e->m->rms_fold = o.rms_fold;
+    e->m->norm_tail = o.norm_tail;
     e->m->q8t_okb = o.q8t_okb;
     e->m->q8t_osm = o.q8t_osm;
     e->m->gemv_unroll = o.gemv_unroll;

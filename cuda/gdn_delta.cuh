@@ -19,7 +19,11 @@
 #ifndef KESTREL_CUDA_GDN_DELTA_CUH
 #define KESTREL_CUDA_GDN_DELTA_CUH
 
-/* s: column of S, element dk at s[dk * st]; sk, sq (kd,) in shared memory. Returns o[dv]. */
+/* s: column of S, element dk at s[dk * st]; sk, sq (kd,) in shared memory. Returns o[dv].
+ * Every product and sum is an explicit round-to-nearest intrinsic, so no build may contract a pair
+ * into an FMA: the -fmad=true library and the -fmad=false test build (checked against the CPU twin)
+ * give the same bits whatever NVVM schedules around it (PERF-NOTES v14 row 3: reordering the
+ * kernel's loads had changed which products the library folded). */
 template <int KDT>
 __device__ __forceinline__ float delta_column(float *s, int st, int kd, const float *sk,
                                               const float *sq, float alpha, float bt, float vv)
@@ -29,33 +33,33 @@ __device__ __forceinline__ float delta_column(float *s, int st, int kd, const fl
     float kv = 0.0f;
 #pragma unroll
     for (int dk = 0; dk < n; dk++) { /* decay, then S^T k */
-        const float t = s[dk * stride] * alpha;
+        const float t = __fmul_rn(s[dk * stride], alpha);
         s[dk * stride] = t;
-        kv += t * sk[dk];
+        kv = __fadd_rn(kv, __fmul_rn(t, sk[dk]));
     }
-    const float delta = (vv - kv) * bt;
+    const float delta = __fmul_rn(__fsub_rn(vv, kv), bt);
     float oa = 0.0f;
 #pragma unroll
     for (int dk = 0; dk < n; dk++) { /* rank-one update, then S^T q with the updated S */
-        const float t = s[dk * stride] + sk[dk] * delta;
+        const float t = __fadd_rn(s[dk * stride], __fmul_rn(sk[dk], delta));
         s[dk * stride] = t;
-        oa += t * sq[dk];
+        oa = __fadd_rn(oa, __fmul_rn(t, sq[dk]));
     }
     return oa;
 }
 
-/* The gated RMS norm of one head's output o (vd threads; thread dv holds oa = o[i], i = head*vd + dv):
+/* The gated RMS norm of one head's output o (vd threads; thread dv holds oa = o[i], i = head*vd + dv,
+ * zz = z[i], wv = w[dv]):
  * y (vh, vd) = w * (o * rsqrt(mean(o^2) + eps)) * silu(z), quantised into yq (vh*vd/32,):
  * gated_rmsnorm_q8's arithmetic in its order (block_sum over the same threads). red: 32 floats.
  * vd comes at run time, as gated_rmsnorm_q8 has it (a constant would fold the mean into an fma). */
-__device__ __forceinline__ void gated_norm_q8_column(float oa, size_t i, int dv, int vd, const float *z,
-                                                     const float *__restrict__ w, float eps, float *__restrict__ y,
-                                                     kc_q8blk *__restrict__ yq, float *red)
+__device__ __forceinline__ void gated_norm_q8_column(float oa, size_t i, int dv, int vd, float zz, float wv,
+                                                     float eps, float *__restrict__ y, kc_q8blk *__restrict__ yq,
+                                                     float *red)
 {
     const float ss = block_sum(oa * oa, red);
     const float inv = rsqrtf(ss / (float)vd + eps);
-    const float zz = z[i];
-    const float yv = w[dv] * (oa * inv) * (zz / (1.0f + expf(-zz)));
+    const float yv = wv * (oa * inv) * (zz / (1.0f + expf(-zz)));
     y[i] = yv;
     q8_quantize_warp(yv, yq + i / 32);
 }
@@ -72,35 +76,45 @@ __global__ void delta_step_kernel(float *__restrict__ S, const float *q,
                                   const float *z, const float *__restrict__ w, float eps,
                                   float *__restrict__ y, kc_q8blk *__restrict__ yq)
 {
-    kc_pdl_begin();
     extern __shared__ float sh[];
     float *sq = sh, *sk = sh + kd;
     const int vi = blockIdx.x;
     const int hk = vi % kh; /* tiled v-head -> k-head mapping of the GGUF files */
-    for (int d = threadIdx.x; d < kd; d += blockDim.x) {
-        sq[d] = q[(size_t)hk * kd + d];
-        sk[d] = k[(size_t)hk * kd + d];
-    }
-    __syncthreads();
+    /* the norm's weight before the PDL wait (weights never change during a run: docs "PDL") */
+    const float wn = KDT && z ? __ldg(w + threadIdx.x) : 0.0f;
+    kc_pdl_begin();
     float *Sm = S + (size_t)vi * kd * vd;
-    const float alpha = expf(g[vi]);
-    const float bt = beta[vi];
+    const float gl = g[vi], bt = beta[vi];
     if (KDT == 0) {
+        for (int d = threadIdx.x; d < kd; d += blockDim.x) {
+            sq[d] = q[(size_t)hk * kd + d];
+            sk[d] = k[(size_t)hk * kd + d];
+        }
+        __syncthreads();
+        const float alpha = expf(gl);
         for (int dv = threadIdx.x; dv < vd; dv += blockDim.x)
             o[(size_t)vi * vd + dv] =
                 delta_column<0>(Sm + dv, vd, kd, sk, sq, alpha, bt, v[(size_t)vi * vd + dv]);
     } else {
-        const int dv = threadIdx.x; /* blockDim.x == KDT == vd */
+        /* every load of the step issued before the first is used: the column of S, v, z and the q/k
+         * staging in one round trip (the staging's barrier came first: PERF-NOTES v14 row 3) */
+        const int dv = threadIdx.x; /* blockDim.x == KDT == vd == kd */
+        const size_t i = (size_t)vi * KDT + dv;
         float Sr[KDT ? KDT : 1];
 #pragma unroll
         for (int dk = 0; dk < KDT; dk++) Sr[dk] = Sm[(size_t)dk * KDT + dv];
-        const float oa = delta_column<KDT>(Sr, 1, KDT, sk, sq, alpha, bt, v[(size_t)vi * KDT + dv]);
+        const float vv = v[i];
+        const float zz = z ? z[i] : 0.0f;
+        sq[dv] = q[(size_t)hk * KDT + dv];
+        sk[dv] = k[(size_t)hk * KDT + dv];
+        __syncthreads();
+        const float oa = delta_column<KDT>(Sr, 1, KDT, sk, sq, expf(gl), bt, vv);
 #pragma unroll
         for (int dk = 0; dk < KDT; dk++) Sm[(size_t)dk * KDT + dv] = Sr[dk];
-        o[(size_t)vi * KDT + dv] = oa;
+        o[i] = oa;
         if (z) {
             __shared__ float red[32];
-            gated_norm_q8_column(oa, (size_t)vi * KDT + dv, dv, vd, z, w, eps, y, yq, red); /* vd == KDT */
+            gated_norm_q8_column(oa, i, dv, vd, zz, wn, eps, y, yq, red); /* vd == KDT */
         }
     }
 }
@@ -229,6 +243,7 @@ __global__ void __launch_bounds__(128) gdn_step_kernel(const kc_gdn_step_args a)
     }
     asm volatile("cp.async.wait_all;" ::: "memory");
     __syncthreads(); /* S, sq, sk */
+    const float zz = a.z[(size_t)vi * 128 + t];
     const float *sS = (const float *)gdn_S4;
     float Sr[128];
 #pragma unroll
@@ -238,7 +253,7 @@ __global__ void __launch_bounds__(128) gdn_step_kernel(const kc_gdn_step_args a)
 #pragma unroll
     for (int dk = 0; dk < 128; dk++) Sg[(size_t)dk * 128 + t] = Sr[dk];
     a.o[(size_t)vi * 128 + t] = oa;
-    gated_norm_q8_column(oa, (size_t)vi * 128 + t, t, a.vd, a.z, a.w, a.eps, a.y, a.yq, red);
+    gated_norm_q8_column(oa, (size_t)vi * 128 + t, t, a.vd, zz, a.w[t], a.eps, a.y, a.yq, red);
 }
 
 #endif

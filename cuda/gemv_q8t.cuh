@@ -172,6 +172,128 @@ __device__ __forceinline__ float q8t_dot_xs(const unsigned char *stage, int nb, 
     return warp_sum(acc);
 }
 
+/* ---- rmsnorm8_q8's arithmetic, shared by that kernel and the norm folded into a GEMV's tail ----
+ * Thread t of the norm owns x[8t .. 8t+8) as two float4 (a, b) and w likewise (wa, wb). */
+__device__ __forceinline__ float rms8_sumsq(const float4 a, const float4 b)
+{
+    float ss = a.x * a.x;
+    ss += a.y * a.y;
+    ss += a.z * a.z;
+    ss += a.w * a.w;
+    ss += b.x * b.x;
+    ss += b.y * b.y;
+    ss += b.z * b.z;
+    ss += b.w * b.w;
+    return ss;
+}
+/* y[8t .. 8t+8) = x * inv * w, and quantize_q8 of the block of 32 held by threads 4j..4j+3 (a warp's
+ * lanes 4j..4j+3: every lane of the warp must call it) into yq (n/32,) */
+__device__ __forceinline__ void rms8_emit(const float4 a, const float4 b, const float4 wa, const float4 wb, float inv,
+                                          int t, float *y, kc_q8blk *yq)
+{
+    const float v[8] = {a.x * inv * wa.x, a.y * inv * wa.y, a.z * inv * wa.z, a.w * inv * wa.w,
+                        b.x * inv * wb.x, b.y * inv * wb.y, b.z * inv * wb.z, b.w * inv * wb.w};
+    ((float4 *)y)[2 * t] = make_float4(v[0], v[1], v[2], v[3]);
+    ((float4 *)y)[2 * t + 1] = make_float4(v[4], v[5], v[6], v[7]);
+    float amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        const float f = fabsf(v[k]);
+        amax = (f > amax || f != f) ? f : amax;
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) {
+        const float o = __shfl_xor_sync(0xffffffffu, amax, off);
+        amax = (o > amax || o != o) ? o : amax;
+    }
+    const float d = __fdiv_rn(amax, 127.0f);
+    const float id = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
+    uint32_t packed[2] = {0, 0};
+    int sum = 0;
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+        float s = __fmul_rn(v[k], id);
+        int q = 0;
+        if (s == s) {
+            s = fminf(fmaxf(s, -127.0f), 127.0f);
+            q = __float2int_rn(s);
+        }
+        sum += q;
+        packed[k / 4] |= (uint32_t)(q & 0xff) << (8 * (k % 4));
+    }
+#pragma unroll
+    for (int off = 1; off <= 2; off <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    kc_q8blk *blk = yq + t / 4;
+    *(uint2 *)(blk->q + 8 * (t % 4)) = make_uint2(packed[0], packed[1]);
+    if (t % 4 == 0) {
+        blk->d = d;
+        blk->s8 = -8 * sum;
+        blk->pad[0] = 0;
+        blk->pad[1] = 0;
+    }
+}
+
+/* ---- the NEXT RMS norm computed in a residual GEMV's tail (option norm_tail) ----
+ * After its rows are written, every block counts itself into *cnt (a fence first: its rows visible
+ * before the count); the block that counts last computes kc_rmsnorm_q8(nm.x, nm.w) -> nm.xn, nm.xq
+ * with rmsnorm8_q8_kernel's arithmetic: its 8 consumer warps play that kernel's n/256 warps (warp w:
+ * w, w+8, ...; the sums of squares in the same order, the same two-level warp_sum), every load of x
+ * (through L2: other blocks wrote it) and of w issued before the first is used; then re-arms *cnt.
+ * The norm kernel's launch and its kernel boundary go (PERF-NOTES v16). n % 256 == 0, n <= 8192;
+ * scratch: 256 + 4n bytes of shared memory no longer in use (the ring, all of its stages consumed).
+ * Only the 256 consumer threads call it. */
+#define RMS8_TAIL_ROUNDS 4 /* n/256 virtual warps over 8 warps: n <= 8192 */
+__device__ __forceinline__ void q8t_tail_norm(const kc_rmsq &nm, unsigned int *cnt, unsigned char *scratch)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nvw = nm.n / 256;
+    float *red = (float *)scratch;
+    volatile int *last = (volatile int *)(scratch + 128);
+    float *wsm = (float *)(scratch + 256); /* (n,) the norm's weight: each thread copies the part it uses */
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the block's rows written, its ring idle */
+    if (threadIdx.x == 0) {
+        __threadfence();
+        *last = atomicAdd(cnt, 1u) == gridDim.x - 1;
+    }
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+    if (!*last) return;
+    __threadfence(); /* every other block's rows, counted before ours, are visible */
+    /* x (through L2: other blocks wrote it) into registers, w into shared memory by cp.async (no
+     * registers: the down projection's kernel runs at 72), all in flight at once */
+    float4 a[RMS8_TAIL_ROUNDS], b[RMS8_TAIL_ROUNDS];
+#pragma unroll
+    for (int r = 0; r < RMS8_TAIL_ROUNDS; r++) {
+        const int t = (warp + Q8M_WARPS * r) * 32 + lane;
+        if (warp + Q8M_WARPS * r < nvw) {
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(smem_addr(wsm + 8 * t)), "l"(nm.w + 8 * t)
+                         : "memory");
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(smem_addr(wsm + 8 * t + 4)),
+                         "l"(nm.w + 8 * t + 4)
+                         : "memory");
+            a[r] = __ldcg((const float4 *)nm.x + 2 * t);
+            b[r] = __ldcg((const float4 *)nm.x + 2 * t + 1);
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < RMS8_TAIL_ROUNDS; r++)
+        if (warp + Q8M_WARPS * r < nvw) {
+            const float ss = warp_sum(rms8_sumsq(a[r], b[r]));
+            if (lane == 0) red[warp + Q8M_WARPS * r] = ss;
+        }
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+    float tot = lane < nvw ? red[lane] : 0.0f; /* block_sum's second level */
+    tot = warp_sum(tot);
+    const float inv = rsqrtf(tot / (float)nm.n + nm.eps);
+    asm volatile("cp.async.wait_all;" ::: "memory"); /* this thread's copies: the only ones it reads */
+#pragma unroll
+    for (int r = 0; r < RMS8_TAIL_ROUNDS; r++)
+        if (warp + Q8M_WARPS * r < nvw) {
+            const int t = (warp + Q8M_WARPS * r) * 32 + lane;
+            rms8_emit(a[r], b[r], *(const float4 *)(wsm + 8 * t), *(const float4 *)(wsm + 8 * t + 4), inv, t, nm.xn,
+                      nm.xq);
+        }
+    if (threadIdx.x == 0) *cnt = 0;
+}
+
 /* ---- the layer's RMS norm folded into the GEMV that consumes it (option rms_fold) ----
  * kc_rmsnorm_q8 (rmsnorm8_q8_kernel: one block of n/8 threads, thread t owning x[8t..8t+8)) computes
  * the sum of squares per thread in a fixed order, sums each warp by warp_sum and the warps' sums by
@@ -251,11 +373,14 @@ __device__ __forceinline__ void q8t_share(int units, int &u0, int &u1)
 
 /* y[i] (W[i].rows,) [+]= W[i] . x for the job's matrices; dynamic shared memory Q8T_BAR_BYTES +
  * ns * Q8T_ROWS * nb * 18 bytes, then (XS or nm.x) x as nb q8 blocks, then (nm.x) 32 floats. XS: x
- * read from shared memory (any width: the down projection); nm.x: the RMS norm folded (rms_fold). */
+ * read from shared memory (any width: the down projection); nm.x: the RMS norm folded (rms_fold);
+ * tail.x: the next RMS norm of y[0] computed by the grid's last block (norm_tail; tcnt zero between
+ * launches). */
 template <int NBL, int XS>
 __global__ void __launch_bounds__(Q8T_THREADS, XS ? 3 : 2) matvec_q8t_kernel(const q8_job job,
                                                                               const kc_q8blk *__restrict__ xq, int ns,
-                                                                              const kc_rmsq nm)
+                                                                              const kc_rmsq nm, const kc_rmsq tail,
+                                                                              unsigned int *tcnt)
 {
     extern __shared__ __align__(128) unsigned char q8t_smem[];
     Q8T_T(t_entry);
@@ -314,6 +439,7 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? 3 : 2) matvec_q8t_kernel(con
         if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
     }
     Q8T_REC(job.W[0].data, t_entry, t_wait, t_first);
+    if (tail.x) q8t_tail_norm(tail, tcnt, ring);
 }
 
 /* y (G.rows,) = silu(G . x) * (U . x): a stage holds Q8T_ROWS gate rows then the same up rows

@@ -58,7 +58,12 @@ static void kc_launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_
         at[na].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
         at[na++].val.sharedMemCarveout = (unsigned)g_carveout;
     }
-    if (g_pdl) {
+    if (cluster < 0) { /* a grid whose blocks wait for each other (grid barriers): every block resident
+                        * at once or no launch; not a PDL dependent, which may start while the previous
+                        * kernel still holds SMs (ffn=fused deadlocked that way without the graph) */
+        at[na].id = cudaLaunchAttributeCooperative;
+        at[na++].val.cooperative = 1;
+    } else if (g_pdl) {
         at[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         at[na++].val.programmaticStreamSerializationAllowed = 1;
     }
@@ -968,9 +973,9 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
                             &ns, &smem)) {
             if (W[0]->q8t_xs == 1 || g_q8t_xs) {
                 smem += (size_t)(W[0]->cols / 32) * sizeof(kc_q8blk);
-                Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 1, grid, smem, st, job, xq, ns, kc_rmsq{});
+                Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 1, grid, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
             } else {
-                Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 0, grid, smem, st, job, xq, ns, kc_rmsq{});
+                Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 0, grid, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
             }
             return cudaGetLastError();
         }
@@ -986,7 +991,7 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
         if (tma && q8t_wide_plan(W[0], rows, &grid, &ns, &smem)) { /* x in shared memory, weights by TMA */
             for (int i = 0; i < n; i++) job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
             for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
-            kc_launch(matvec_q8t_kernel<1, 1>, grid, Q8T_THREADS, smem, st, job, xq, ns, kc_rmsq{});
+            kc_launch(matvec_q8t_kernel<1, 1>, grid, Q8T_THREADS, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
             return cudaGetLastError();
         }
     }
@@ -1015,6 +1020,64 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
     if (R == 4) Q8_DISPATCH_U(matvec_q8_kernel, 4, U, grid, st, job, xq);
     else if (R == 1) Q8_DISPATCH_U(matvec_q8_kernel, 1, U, grid, st, job, xq);
     else Q8_DISPATCH_U(matvec_q8_kernel, 2, U, grid, st, job, xq);
+    return cudaGetLastError();
+}
+
+/* the route kc_matvec_q8_tail takes (0: none): 1 the x-stationary TMA kernel, 2 the same with x in
+ * shared memory (q8t_xs), 3 the wide one (the down projection) - as kc_matvec_q8 chooses for W alone */
+static int tail_plan(const kc_mat *W, const kc_rmsq *t, int *grid, int *ns, size_t *smem)
+{
+    if (W->type != GGML_Q4_0 || W->layout != 0 || !t->x || !t->w || !t->xn || !t->xq || W->rows != t->n ||
+        t->n % 256 || t->n > 8192 || ((uintptr_t)t->x | (uintptr_t)t->w | (uintptr_t)t->xn) % 16 || !q8t_aligned(W))
+        return 0;
+    const size_t stage = (size_t)Q8T_ROWS * (W->cols / 32) * 18;
+    int route = 0;
+    if (q8x_nbl(W)) {
+        if (W->q8kind != 2 || !q8t_plan(W, (W->rows + Q8T_ROWS - 1) / Q8T_ROWS, stage, grid, ns, smem)) return 0;
+        route = 1;
+        if (W->q8t_xs == 1 || g_q8t_xs) {
+            *smem += (size_t)(W->cols / 32) * sizeof(kc_q8blk);
+            route = 2;
+        }
+    } else if (q8t_wide_plan(W, W->rows, grid, ns, smem)) {
+        route = 3;
+    }
+    /* the tail's scratch in the idle ring (and x's copy after it): 256 bytes, then the norm's weight */
+    const size_t need = Q8T_BAR_BYTES + 256 + (size_t)t->n * sizeof(float);
+    if (route && *smem < need) *smem = need;
+    return route && *smem <= (size_t)227 * 1024 ? route : 0;
+}
+
+int kc_matvec_q8_tail_ok(const kc_mat *W, const kc_rmsq *tail)
+{
+    int grid, ns;
+    size_t smem;
+    return tail_plan(W, tail, &grid, &ns, &smem) != 0;
+}
+
+cudaError_t kc_matvec_q8_tail(const kc_mat *W, float *y, const kc_q8blk *xq, const kc_rmsq *tail, unsigned int *cnt,
+                              cudaStream_t st)
+{
+    int grid, ns;
+    size_t smem;
+    const int route = tail_plan(W, tail, &grid, &ns, &smem);
+    if (!route || tail->x != y || !cnt) return cudaErrorNotSupported;
+    q8_job job;
+    memset(&job, 0, sizeof job);
+    job.W[0] = *W;
+    job.y[0] = y;
+    for (int i = 1; i <= KC_Q8_MATS; i++) job.gstart[i] = W->rows;
+    job.n = 1;
+    job.accumulate = 1;
+    job.prefetch = W->prefetch;
+    job.early = W->early;
+    job.pf = take_prefetch_next();
+    if (route == 3)
+        kc_launch(matvec_q8t_kernel<1, 1>, grid, Q8T_THREADS, smem, st, job, xq, ns, kc_rmsq{}, *tail, cnt);
+    else if (route == 2)
+        Q8T_DISPATCH2(matvec_q8t_kernel, q8x_nbl(W), 1, grid, smem, st, job, xq, ns, kc_rmsq{}, *tail, cnt);
+    else
+        Q8T_DISPATCH2(matvec_q8t_kernel, q8x_nbl(W), 0, grid, smem, st, job, xq, ns, kc_rmsq{}, *tail, cnt);
     return cudaGetLastError();
 }
 
@@ -1117,9 +1180,9 @@ cudaError_t kc_matvec_q8_rms(const kc_mat *const *W, float *const *y, int n, con
     job.accumulate = accumulate;
     const int nbl = q8x_nbl(W[0]);
     if (W[0]->q8t_xs == 1 || g_q8t_xs)
-        Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 1, grid, smem, st, job, (const kc_q8blk *)NULL, ns, *nm);
+        Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 1, grid, smem, st, job, (const kc_q8blk *)NULL, ns, *nm, kc_rmsq{}, (unsigned int *)NULL);
     else
-        Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 0, grid, smem, st, job, (const kc_q8blk *)NULL, ns, *nm);
+        Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 0, grid, smem, st, job, (const kc_q8blk *)NULL, ns, *nm, kc_rmsq{}, (unsigned int *)NULL);
     return cudaGetLastError();
 }
 
@@ -1175,9 +1238,10 @@ cudaError_t kc_ffn_q8(const kc_mat *G, const kc_mat *U, const kc_mat *Dn, const 
     job.ffq = ffq;
     job.y = y;
     job.bar = bar;
-    if (v == 0) kc_launch(ffn_q8_kernel<2, 6>, g_ffn_slots[v], 32 * Q8M_WARPS, smem, st, job);
-    else if (v == 1) kc_launch(ffn_q8_kernel<4, 12>, g_ffn_slots[v], 32 * Q8M_WARPS, smem, st, job);
-    else kc_launch(ffn_q8_kernel<5, 17>, g_ffn_slots[v], 32 * Q8M_WARPS, smem, st, job);
+    /* cooperative (cluster -1): the grid barriers need every block resident */
+    if (v == 0) kc_launch_cluster(ffn_q8_kernel<2, 6>, g_ffn_slots[v], 32 * Q8M_WARPS, smem, -1, st, job);
+    else if (v == 1) kc_launch_cluster(ffn_q8_kernel<4, 12>, g_ffn_slots[v], 32 * Q8M_WARPS, smem, -1, st, job);
+    else kc_launch_cluster(ffn_q8_kernel<5, 17>, g_ffn_slots[v], 32 * Q8M_WARPS, smem, -1, st, job);
     return cudaGetLastError();
 }
 
@@ -1280,57 +1344,9 @@ __global__ void rmsnorm8_q8_kernel(const float *__restrict__ x, const float *__r
     kc_pdl_begin();
     /* x is the previous kernel's output: ld.global.ca, not the read-only path (PDL; q8x_load_x) */
     const float4 a = __ldca((const float4 *)x + 2 * t), b = __ldca((const float4 *)x + 2 * t + 1);
-    float ss = a.x * a.x;
-    ss += a.y * a.y;
-    ss += a.z * a.z;
-    ss += a.w * a.w;
-    ss += b.x * b.x;
-    ss += b.y * b.y;
-    ss += b.z * b.z;
-    ss += b.w * b.w;
-    ss = block_sum(ss, sh);
+    const float ss = block_sum(rms8_sumsq(a, b), sh);
     const float inv = rsqrtf(ss / (float)n + eps);
-    const float v[8] = {a.x * inv * wa.x, a.y * inv * wa.y, a.z * inv * wa.z, a.w * inv * wa.w,
-                        b.x * inv * wb.x, b.y * inv * wb.y, b.z * inv * wb.z, b.w * inv * wb.w};
-    ((float4 *)y)[2 * t] = make_float4(v[0], v[1], v[2], v[3]);
-    ((float4 *)y)[2 * t + 1] = make_float4(v[4], v[5], v[6], v[7]);
-    /* quantize_q8 of the block of 32 held by threads 4j..4j+3 */
-    float amax = 0.0f;
-#pragma unroll
-    for (int k = 0; k < 8; k++) {
-        const float f = fabsf(v[k]);
-        amax = (f > amax || f != f) ? f : amax;
-    }
-#pragma unroll
-    for (int off = 1; off <= 2; off <<= 1) {
-        const float o = __shfl_xor_sync(0xffffffffu, amax, off);
-        amax = (o > amax || o != o) ? o : amax;
-    }
-    const float d = __fdiv_rn(amax, 127.0f);
-    const float id = amax > 0.0f ? __fdiv_rn(127.0f, amax) : 0.0f;
-    uint32_t packed[2] = {0, 0};
-    int sum = 0;
-#pragma unroll
-    for (int k = 0; k < 8; k++) {
-        float s = __fmul_rn(v[k], id);
-        int q = 0;
-        if (s == s) {
-            s = fminf(fmaxf(s, -127.0f), 127.0f);
-            q = __float2int_rn(s);
-        }
-        sum += q;
-        packed[k / 4] |= (uint32_t)(q & 0xff) << (8 * (k % 4));
-    }
-#pragma unroll
-    for (int off = 1; off <= 2; off <<= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    kc_q8blk *blk = yq + t / 4;
-    *(uint2 *)(blk->q + 8 * (t % 4)) = make_uint2(packed[0], packed[1]);
-    if (t % 4 == 0) {
-        blk->d = d;
-        blk->s8 = -8 * sum;
-        blk->pad[0] = 0;
-        blk->pad[1] = 0;
-    }
+    rms8_emit(a, b, wa, wb, inv, t, y, yq);
 }
 
 cudaError_t kc_rmsnorm_q8(const float *x, const float *w, float *y, kc_q8blk *yq, int n, float eps, cudaStream_t st)

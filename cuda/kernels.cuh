@@ -227,6 +227,15 @@ cudaError_t kc_matvec_q8_rms(const kc_mat *const *W, float *const *y, int n, con
                              cudaStream_t st);
 cudaError_t kc_matvec_swiglu_q8_rms(const kc_mat *G, const kc_mat *U, const kc_rmsq *nm, float *y, kc_q8blk *yq,
                                     unsigned int *cnt, cudaStream_t st);
+/* The NEXT norm folded into a residual GEMV's tail (option norm_tail): y += W . x (q8, as
+ * kc_matvec_q8 with accumulate), then the grid's last block computes kc_rmsnorm_q8(y, tail->w,
+ * tail->xn, tail->xq, n, eps) bit for bit (tail->x == y, n == W->rows; xq may be the GEMV's own x:
+ * every block has read it before the last one counts). cnt: one counter, zero before the launch and
+ * after it. kc_matvec_q8_tail_ok: 1 when it launches (a q8gemv=tma route for W, n % 256 == 0,
+ * n <= 8192, x, w, xn 16-byte aligned); otherwise cudaErrorNotSupported, nothing launched. */
+int kc_matvec_q8_tail_ok(const kc_mat *W, const kc_rmsq *tail);
+cudaError_t kc_matvec_q8_tail(const kc_mat *W, float *y, const kc_q8blk *xq, const kc_rmsq *tail, unsigned int *cnt,
+                              cudaStream_t st);
 /* 1 when kc_matvec_q8 takes the TMA kernel for W alone (q8kind 2, x-stationary width, cols % 256 == 0,
  * planes 16-byte aligned, a stage of 8 rows fits the ring) */
 int kc_q8_tma_takes(const kc_mat *W);

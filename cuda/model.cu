@@ -184,6 +184,7 @@ int kc_model_alloc_runtime(kc_model *m)
     ALLOC(m->ffcnt, d->n_ff / 32 + 1);
     ALLOC(m->xq2, d->n_ff / 32 + 1);
     ALLOC(m->ffbar, 2);
+    ALLOC(m->tailcnt, 2);
     {
         int nq = d->n_embd > d->n_ff ? d->n_embd : d->n_ff;
         if (d->vh * d->vd > nq) nq = d->vh * d->vd;
@@ -556,6 +557,48 @@ static void gdn_step_args(const kc_model *m, const kc_layer *L, float *S, float 
     a->D = d->n_embd;
 }
 
+/* dot=q8 input projections: the layer's input norm also quantises its output (rmsnorm_q8) */
+static int layer_q8_in(kc_model *m, const kc_layer *L)
+{
+    return L->type == KESTREL_LAYER_GDN ? q8_path(m, &L->qkv) && q8_path(m, &L->z)
+                                        : q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv);
+}
+
+/* option norm_tail: y += W . x as the residual GEMV (q8 path, x already quantised in xq) that also
+ * computes the next RMS norm *nx in its last block (kc_matvec_q8_tail). 1: launched, the caller
+ * skips that norm's launch; 0: nothing launched (option off, no norm to fold, a route without the
+ * TMA kernel): the caller runs gemv_set; -1: error. */
+static int gemv_tail(kc_model *m, const char *what, const kc_mat *W, const kc_q8blk *xq, const kc_rmsq *nx,
+                     unsigned int *cnt, const kc_pf *pf)
+{
+    int rc = -1;
+    cudaStream_t st = m->st;
+    char nm[80];
+    if (!m->norm_tail || m->rms_fold || !nx || !xq || !q8_path(m, W) || !kc_matvec_q8_tail_ok(W, nx)) return 0;
+    snprintf(nm, sizeof nm, "%s_rmsnorm_q4_0xq8", what);
+    kc_set_prefetch_next(pf);
+    RUN(nm, kc_matvec_q8_tail(W, m->x, xq, nx, cnt, st));
+    rc = 1;
+cleanup:
+    return rc;
+}
+
+/* the RMS norm that follows layer l's down projection, as a plain rmsnorm_q8 launch would compute it
+ * (the next layer's input norm, or the head's); NULL when that norm is not a plain rmsnorm_q8 */
+static const kc_rmsq *norm_after_layer(kc_model *m, int l, kc_rmsq *nx)
+{
+    const kc_dims *d = &m->dm;
+    if (l + 1 < d->n_layers) {
+        const kc_layer *Ln = &m->layers[l + 1];
+        if (!layer_q8_in(m, Ln)) return NULL;
+        *nx = kc_rmsq{m->x, Ln->attn_norm, m->xn, m->xq, d->eps, d->n_embd};
+        return nx;
+    }
+    if (!m->step_logits || !q8_path(m, &m->lm_head)) return NULL;
+    *nx = kc_rmsq{m->x, m->out_norm, m->xf, m->xq, d->eps, d->n_embd};
+    return nx;
+}
+
 int kc_layer_step(kc_model *m, int l)
 {
     int rc = -1;
@@ -567,8 +610,10 @@ int kc_layer_step(kc_model *m, int l)
     kc_pf pf; /* option pf_next: the next GEMV's weights, for the GEMV launched before it */
     const kc_mat *FF[2] = {&L->ffn_gate, &L->ffn_up}, *DOWN[1] = {&L->ffn_down};
     /* dot=q8: the norm also quantises its output for the projections that follow */
-    const int q8_in = L->type == KESTREL_LAYER_GDN ? q8_path(m, &L->qkv) && q8_path(m, &L->z)
-                                                   : q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv);
+    const int q8_in = layer_q8_in(m, L);
+    const int in_ready = m->norm_ready; /* option norm_tail: the previous down projection computed it */
+    int ff_ready = 0;                   /* and the out projection below the FFN's */
+    m->norm_ready = 0;
     const int q8_ff = q8_path(m, &L->ffn_gate) && q8_path(m, &L->ffn_up);
     const int q8_down = q8_ff && q8_path(m, &L->ffn_down) && d->n_ff % 32 == 0;
     /* option rms_fold: the input norm computed by the projection GEMV itself (kc_matvec_q8_rms) */
@@ -581,6 +626,7 @@ int kc_layer_step(kc_model *m, int l)
     const int fold_ff = m->rms_fold && q8_ff && !m->ffn_fused &&
                         kc_matvec_swiglu_q8_rms_ok(&L->ffn_gate, &L->ffn_up, &norm_ff, q8_down);
     if (fold_in) { /* below */
+    } else if (q8_in && in_ready) { /* computed by the previous layer's down projection (norm_tail) */
     } else if (q8_in) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->attn_norm, m->xn, m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->attn_norm, m->xn, D, 1, D, d->eps, st));
     if (L->type == KESTREL_LAYER_GDN) {
@@ -645,8 +691,11 @@ int kc_layer_step(kc_model *m, int l)
         {
             const kc_mat *W[1] = {&L->out};
             float *Y[1] = {m->x};
-            if (gemv_set(m, "matvec_out_add", W, Y, 1, g->o_norm, q8_out ? m->xq : NULL, 1, plan_for(m, &pf, FF, 2, 1)))
-                goto cleanup;
+            const kc_pf *pp = plan_for(m, &pf, FF, 2, 1);
+            ff_ready = gemv_tail(m, "matvec_out_add", &L->out, q8_out ? m->xq : NULL, q8_ff && !fold_ff ? &norm_ff : NULL,
+                                 m->tailcnt, pp);
+            if (ff_ready < 0) goto cleanup;
+            if (!ff_ready && gemv_set(m, "matvec_out_add", W, Y, 1, g->o_norm, q8_out ? m->xq : NULL, 1, pp)) goto cleanup;
         }
     } else {
         const int ai = L->attn_index, hd = d->hd;
@@ -678,8 +727,11 @@ int kc_layer_step(kc_model *m, int l)
         {
             const kc_mat *W[1] = {&L->wo};
             float *Y[1] = {m->x};
-            if (gemv_set(m, "matvec_out_add", W, Y, 1, m->ao, q8_wo ? m->xq : NULL, 1, plan_for(m, &pf, FF, 2, 1)))
-                goto cleanup;
+            const kc_pf *pp = plan_for(m, &pf, FF, 2, 1);
+            ff_ready = gemv_tail(m, "matvec_out_add", &L->wo, q8_wo ? m->xq : NULL, q8_ff && !fold_ff ? &norm_ff : NULL,
+                                 m->tailcnt, pp);
+            if (ff_ready < 0) goto cleanup;
+            if (!ff_ready && gemv_set(m, "matvec_out_add", W, Y, 1, m->ao, q8_wo ? m->xq : NULL, 1, pp)) goto cleanup;
         }
     }
     if (fold_ff) {
@@ -692,7 +744,8 @@ int kc_layer_step(kc_model *m, int l)
         rc = 0;
         goto cleanup;
     }
-    if (q8_ff) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->post_norm, m->xn, m->xq, D, d->eps, st));
+    if (q8_ff && ff_ready) { /* computed by the out projection's tail (norm_tail) */
+    } else if (q8_ff) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->post_norm, m->xn, m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->post_norm, m->xn, D, 1, D, d->eps, st));
     if (m->ffn_fused && q8_down && kc_q8_stationary(&L->ffn_gate) &&
         kc_ffn_q8_supported(&L->ffn_gate, &L->ffn_up, &L->ffn_down)) { /* one persistent launch */
@@ -707,8 +760,13 @@ int kc_layer_step(kc_model *m, int l)
         goto cleanup;
     {
         float *Y[1] = {m->x};
-        if (gemv_set(m, "matvec_add", DOWN, Y, 1, m->ff, q8_down ? m->xq2 : NULL, 1, plan_layer_in(m, &pf, l + 1)))
-            goto cleanup;
+        kc_rmsq nx;
+        const kc_pf *pp = plan_layer_in(m, &pf, l + 1);
+        const int t = gemv_tail(m, "matvec_add", &L->ffn_down, q8_down ? m->xq2 : NULL, norm_after_layer(m, l, &nx),
+                                m->tailcnt + 1, pp);
+        if (t < 0) goto cleanup;
+        m->norm_ready = t;
+        if (!t && gemv_set(m, "matvec_add", DOWN, Y, 1, m->ff, q8_down ? m->xq2 : NULL, 1, pp)) goto cleanup;
     }
     rc = 0;
 cleanup:
@@ -721,7 +779,10 @@ int kc_model_head(kc_model *m, int want_logits)
     const kc_dims *d = &m->dm;
     cudaStream_t st = m->st;
     const int q8_head = want_logits && q8_path(m, &m->lm_head); /* the final norm quantises for the head */
-    if (q8_head) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, m->out_norm, m->xf, m->xq, d->n_embd, d->eps, st));
+    const int ready = m->norm_ready; /* computed by the last down projection's tail (norm_tail) */
+    m->norm_ready = 0;
+    if (q8_head && ready) {
+    } else if (q8_head) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, m->out_norm, m->xf, m->xq, d->n_embd, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, d->n_embd, m->out_norm, m->xf, d->n_embd, 1, d->n_embd, d->eps, st));
     if (want_logits) {
         const kc_mat *W[1] = {&m->lm_head};
@@ -744,6 +805,7 @@ static int step_body(kc_model *m, int want_logits, int capture)
     kc_set_pdl(m->pdl);
     kc_set_carveout(m->carveout);
     m->step_logits = want_logits;
+    m->norm_ready = 0;
     RUN("ctl_begin", kc_ctl_begin(m->ctl, m->tokens, st));
     RUN(kname(nm, sizeof nm, "embed", &m->tok_embd), kc_embed(&m->tok_embd, &m->ctl->tok, m->x, st));
     for (int l = 0; l < d->n_layers; l++) {

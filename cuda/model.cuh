@@ -83,6 +83,8 @@ typedef struct kc_model {
     int gemv_rpw;             /* rows per warp of the q4_0 GEMVs: 0 = by rows, or 1, 2, 4 (option gemv_rpw) */
     int q8kind;               /* option q8gemv=xs|stream|tma: kc_mat.q8kind */
     int rms_fold;             /* option rms_fold: the layer norms inside the q8gemv=tma GEMVs (kc_matvec_q8_rms) */
+    int norm_tail;            /* option norm_tail: each RMS norm computed by the residual GEMV before it (kc_matvec_q8_tail) */
+    int norm_ready;           /* while issuing a step: the next RMS norm was computed by the last GEMV's tail */
     int carveout;             /* option carveout: kc_set_carveout for every step kernel (-1: the driver's) */
     int q8t_kb, q8t_sm, q8t_wkb, q8t_xs; /* options q8t_*: every matrix's kc_mat.q8t_* (q8t_wkb 0 -> -1: off) */
     int q8t_okb, q8t_osm;     /* options q8t_okb, q8t_osm: the out projections' ring (kc_mat.q8t_kb, q8t_sm) */
@@ -118,6 +120,7 @@ typedef struct kc_model {
     unsigned int *ffcnt;      /* (n_ff/32,) swiglu_q8's row-group counters (zero between steps) */
     kc_q8blk *xq2;            /* (n_ff/32,) the SwiGLU output quantised by swiglu_q8 itself */
     unsigned int *ffbar;      /* (2,) kc_ffn_q8's grid barrier (zeroed at allocation) */
+    unsigned int *tailcnt;    /* (2,) norm_tail's tickets: out projection, down (zero between launches) */
     kc_q8blk *xq;             /* (max(D, n_ff, vh*vd, nh*hd)/32,) the quantised GEMV input (dot=q8) */
     float *hcap;              /* (L, D) residual after each layer, written in capture mode */
     int32_t *tokens;          /* (tok_cap,) */

@@ -753,6 +753,99 @@ static void test_q8(void)
     kc_model_free(m);
 }
 
+/* norm_tail: kc_matvec_q8_tail (y += W . x, then the grid's last block computes the next RMS norm of y)
+ * against kc_matvec_q8 (accumulate) + kc_rmsnorm_q8, bit for bit: y, xn, xq; the norm's xq written
+ * over the GEMV's own input (as the engine does); the ticket re-armed (two launches in a row). Routes:
+ * the x-stationary TMA kernel, the same with x in shared memory (q8t_xs), the wide one (down). */
+static void test_norm_tail(void)
+{
+    kc_model *m = (kc_model *)calloc(1, sizeof *m);
+    m->dot_q8 = 1;
+    const int shapes[][2] = {{5120, 6144}, {5120, 17408}, {2048, 2048}, {256, 512}, {8192, 1024}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const int n = shapes[si][0], cols = shapes[si][1], nb = cols / 32, nbo = n / 32;
+        void *w = make_ggml(GGML_TYPE_Q4_0, n, cols);
+        kc_mat W;
+        upload(m, &W, GGML_TYPE_Q4_0, n, cols, w);
+        W.q8kind = 2;
+        float *hx = hnew(cols), *hy0 = hnew(n), *hw = hnew(n), *a = hnew(n), *b = hnew(n);
+        fill(hx, cols, -2.0f, 2.0f);
+        fill(hy0, n, -3.0f, 3.0f);
+        fill(hw, n, 0.5f, 1.5f);
+        float *dx = dup_f(hx, cols), *dw = dup_f(hw, n), *dy1 = dup_f(hy0, n), *dy2 = dup_f(hy0, n);
+        float *dxn1 = (float *)dnew(n * 4), *dxn2 = (float *)dnew(n * 4);
+        const int nq = nb > nbo ? nb : nbo;
+        kc_q8blk *dq = (kc_q8blk *)dnew(nb * sizeof(kc_q8blk)), *dq1 = (kc_q8blk *)dnew(nbo * sizeof(kc_q8blk)),
+                 *dq2 = (kc_q8blk *)dnew(nq * sizeof(kc_q8blk));
+        unsigned int *cnt = (unsigned int *)dnew(4);
+        T_CK(cudaMemset(cnt, 0, 4));
+        T_CK(kc_quantize_q8(dx, cols, dq, 0));
+        size_t u = 0;
+        int routes = 0, launched = 0;
+        for (int xsm = 0; xsm <= 1; xsm++) {
+            kc_set_q8t_xs(xsm);
+            const kc_rmsq tail = {dy2, dw, dxn2, dq2, 1e-6f, n};
+            if (!kc_matvec_q8_tail_ok(&W, &tail)) continue;
+            routes++;
+            T_CK(cudaMemcpy(dy1, hy0, n * 4, cudaMemcpyHostToDevice));
+            T_CK(cudaMemcpy(dy2, hy0, n * 4, cudaMemcpyHostToDevice));
+            const kc_mat *one[1] = {&W};
+            float *Y1[1] = {dy1};
+            for (int rep = 0; rep < 2; rep++) { /* y accumulates twice; the second launch needs the re-armed ticket */
+                T_CK(kc_matvec_q8(one, Y1, 1, dq, 1, 0));
+                T_CK(kc_rmsnorm_q8(dy1, dw, dxn1, dq1, n, 1e-6f, 0));
+                /* the tail's input: x's q8 blocks in the buffer its norm then overwrites */
+                T_CK(cudaMemcpy(dq2, dq, nb * sizeof(kc_q8blk), cudaMemcpyDeviceToDevice));
+                poison(dxn2, n * 4);
+                T_CK(kc_matvec_q8_tail(&W, dy2, dq2, &tail, cnt, 0));
+                launched++;
+                T_CK(cudaDeviceSynchronize());
+                get_f(a, dy1, n);
+                get_f(b, dy2, n);
+                u += n_unequal(a, b, n);
+                get_f(a, dxn1, n);
+                get_f(b, dxn2, n);
+                u += n_unequal(a, b, n);
+                kc_q8blk *qa = get_q8(dq1, nbo), *qb = get_q8(dq2, nbo);
+                u += memcmp(qa, qb, nbo * sizeof(kc_q8blk)) != 0;
+                free(qa);
+                free(qb);
+                unsigned int c = 1;
+                T_CK(cudaMemcpy(&c, cnt, 4, cudaMemcpyDeviceToHost));
+                u += c != 0;
+            }
+        }
+        kc_set_q8t_xs(0);
+        const int wide = !kc_q8_stationary(&W);
+        ok(routes >= 1 && u == 0,
+           "bitexact norm_tail %dx%d: kc_matvec_q8_tail (%s; %d launches) vs kc_matvec_q8 + kc_rmsnorm_q8: %zu unequal "
+           "(y, xn, xq, the ticket back at 0)",
+           n, cols, wide ? "the wide TMA kernel" : "x in registers and in shared memory", launched, u);
+        free(w); free(hx); free(hy0); free(hw); free(a); free(b);
+        cudaFree(dx); cudaFree(dw); cudaFree(dy1); cudaFree(dy2); cudaFree(dxn1); cudaFree(dxn2);
+        cudaFree(dq); cudaFree(dq1); cudaFree(dq2); cudaFree(cnt);
+    }
+    {   /* refusals, nothing launched: n not a multiple of 256, rows != n, tail->x not y */
+        void *w = make_ggml(GGML_TYPE_Q4_0, 320, 512);
+        kc_mat W;
+        upload(m, &W, GGML_TYPE_Q4_0, 320, 512, w);
+        W.q8kind = 2;
+        float *dy = (float *)dnew(512 * 4), *dw = (float *)dnew(512 * 4), *dxn = (float *)dnew(512 * 4);
+        kc_q8blk *dq = (kc_q8blk *)dnew(16 * sizeof(kc_q8blk));
+        unsigned int *cnt = (unsigned int *)dnew(4);
+        const kc_rmsq t320 = {dy, dw, dxn, dq, 1e-6f, 320}, t256 = {dy, dw, dxn, dq, 1e-6f, 256};
+        const int ok1 = kc_matvec_q8_tail_ok(&W, &t320), ok2 = kc_matvec_q8_tail_ok(&W, &t256);
+        const cudaError_t e1 = kc_matvec_q8_tail(&W, dy, dq, &t320, cnt, 0), e2 = kc_matvec_q8_tail(&W, dxn, dq, &t256, cnt, 0);
+        ok(!ok1 && !ok2 && e1 == cudaErrorNotSupported && e2 == cudaErrorNotSupported,
+           "norm_tail refuses n = 320 (not a multiple of 256), rows != n, and y other than the norm's x (%s, %s)",
+           cudaGetErrorName(e1), cudaGetErrorName(e2));
+        (void)cudaGetLastError();
+        free(w);
+        cudaFree(dy); cudaFree(dw); cudaFree(dxn); cudaFree(dq); cudaFree(cnt);
+    }
+    kc_model_free(m);
+}
+
 /* kc_prefetch_plan: the ranges are the first whole rows the GEMV reads, quants and scales, in its
  * row order (host only: the matrices need no device memory) */
 static void test_prefetch_plan(void)
@@ -1695,9 +1788,9 @@ static void test_engine_resources(void)
     ok(rc != 0 && strstr(err, "graph"), "bad option value graph=2 is refused: %s", err);
     {   /* the q8gemv=tma options: each out-of-range value refused by name, each valid one accepted */
         const char *bad[] = {"q8gemv=fast", "q8t_kb=15", "q8t_kb=228", "q8t_sm=0", "q8t_sm=5", "q8t_wkb=8",
-                             "q8t_xs=2", "q8t_skip=16", "q8t_osm=5", "rms_fold=2", "carveout=102"};
+                             "q8t_xs=2", "q8t_skip=16", "q8t_osm=5", "rms_fold=2", "norm_tail=2", "carveout=102"};
         const char *good = "q8gemv=tma,q8t_kb=64,q8t_sm=3,q8t_wkb=0,q8t_xs=1,q8t_skip=5,q8t_okb=120,q8t_osm=1,"
-                           "rms_fold=1,carveout=101";
+                           "rms_fold=1,norm_tail=1,carveout=101";
         int refused = 0;
         char first_err[1200] = "";
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -1887,6 +1980,7 @@ int main(int argc, char **argv)
     test_gdn_small();
     test_gemv_q4_rpw();
     test_q8();
+    test_norm_tail();
     test_prefetch_plan();
     test_ffn(2048, 6144);  /* 2B shape */
     test_ffn(5120, 17408); /* 27B shape */

@@ -12,12 +12,14 @@ REP=$top_builddir/cuda/kernels-ptxas.txt
 plan 4
 
 # Known frames (mangled-name substring, at most this many bytes), each with its reason:
-#   delta_step_kernelILi128 - the register-resident delta rule at 255 registers spills 56 bytes
-#                             (default path, 48 launches per 27B token: a known cost, not a license)
+#   delta_step_kernelILi128 - the register-resident delta rule at 255 registers spills 64 bytes
+#                             (56 before v14 row 3 issued every load of the step at once and
+#                             session 8 pinned its contraction; default path, 48 launches per 27B
+#                             token: a known cost, not a license)
 #   attn_prep_kernel, rope_neox_kernel - sincosf's large-argument reduction keeps a small array on
 #                             the stack (32 bytes, no spills); only |angle| > ~1e5 radians reaches it
-#   gdn_step_kernel         - the same delta rule with gdn_prep folded in (option gdn=fused): 48 bytes
-ALLOW="delta_step_kernelILi128:56 gdn_step_kernel:48 attn_prep_kernel:32 rope_neox_kernel:32"
+#   gdn_step_kernel         - the same delta rule with gdn_prep folded in (option gdn=fused): 56 bytes
+ALLOW="delta_step_kernelILi128:64 gdn_step_kernel:56 attn_prep_kernel:32 rope_neox_kernel:32"
 
 # check REPORT: one line "NAME: N bytes stack frame (allowed M)" per function over its allowance
 check() {
@@ -40,12 +42,12 @@ ptxas info    : Function properties for _Z10fine_kernelPf
 ptxas info    : Function properties for _Z24matvec_swiglu_q8x_kernelILi5EEv6kc_matS0_PK8kc_q8blkPf5kc_pf
     104 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 ptxas info    : Function properties for _Z17delta_step_kernelILi128EEvPf
-    64 bytes stack frame, 64 bytes spill stores, 64 bytes spill loads
+    72 bytes stack frame, 72 bytes spill stores, 72 bytes spill loads
 ptxas info    : Function properties for _Z16attn_prep_kernelPKfPfS0_S0_S0_S1_S1_S1_iiiiffPKi
     32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 REP
 is "_Z24matvec_swiglu_q8x_kernelILi5EEv6kc_matS0_PK8kc_q8blkPf5kc_pf: 104 bytes stack frame (allowed 0)
-_Z17delta_step_kernelILi128EEvPf: 64 bytes stack frame (allowed 56)" "$(check "$T/bad.txt")" \
+_Z17delta_step_kernelILi128EEvPf: 72 bytes stack frame (allowed 64)" "$(check "$T/bad.txt")" \
   "the checker reports an unlisted frame and a listed one grown past its allowance (synthetic report)"
 nf=$(grep -c 'Function properties for ' "$REP")
 ok "[ $nf -ge 80 ]" "cuda/kernels-ptxas.txt has the step kernels' resources ($nf functions)"

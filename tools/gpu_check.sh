@@ -167,6 +167,7 @@ run_checks() {
     note "- CUDA default vs CUDA ffn=fused (the FFN as one persistent launch with grid barriers) and vs ffn=fused,pdl=0"
     same_bits "$wide" "" "ffn=fused" || all=1
     same_bits "$wide" "" "ffn=fused,pdl=0" || all=1
+    same_bits "$wide" "" "ffn=fused,graph=0" || all=1 # without the graph it deadlocked before the launch was cooperative
     note "- CUDA default vs CUDA q8gemv=stream,q8wide=xs (every q8 GEMV with x in shared memory, a row's loads in flight)"
     same_bits "$wide" "" "q8gemv=stream,q8wide=xs" || all=1
     note "- CUDA default vs CUDA gemv_early=0 (first weights of the x-stationary GEMVs before / after the PDL wait)"
@@ -182,6 +183,10 @@ run_checks() {
     same_bits "$wide" "" "q8t_kb=48,q8t_sm=3,q8t_xs=1" || all=1
     same_bits "$wide" "" "q8t_wkb=0" || all=1
     same_bits "$wide" "" "rms_fold=1" || all=1
+    note "- each RMS norm computed by the residual GEMV before it (norm_tail) vs its own launch; with pdl=0, x in shared memory"
+    same_bits "$wide" "norm_tail=0" "norm_tail=1" || all=1
+    same_bits "$wide" "norm_tail=1" "norm_tail=1,pdl=0" || all=1
+    same_bits "$wide" "norm_tail=1" "norm_tail=1,q8t_xs=1" || all=1
     note "- CPU vs CUDA, both dot=f32"
     timeout 300 "$B/engine_diff" --a "$E/libkestrel-cpu.so" --b "$E/libkestrel-cuda.so" --a-options dot=f32 \
         --b-options dot=f32 --model "$wide" --tokens "$toks" --greedy 8 --tol 1e-3 >> "$REPORT" 2>&1 || all=1
@@ -204,6 +209,10 @@ run_checks() {
     same_bits "$w27" "" "q8t_sm=1" || all=1
     same_bits "$w27" "" "rms_fold=1" || all=1
     same_bits "$w27" "rms_fold=1" "rms_fold=1,pdl=0" || all=1
+    note "- norm_tail=1 vs 0, vs itself with pdl=0 and with gdn=fused"
+    same_bits "$w27" "norm_tail=0" "norm_tail=1" || all=1
+    same_bits "$w27" "norm_tail=1" "norm_tail=1,pdl=0" || all=1
+    same_bits "$w27" "norm_tail=1,gdn=fused" "gdn=fused" || all=1
     verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma" $all
     rm -f "$w27"
 
@@ -301,9 +310,9 @@ EOF_PERF
         "$KE" gen-model --preset qwen3.5-2b --type q4_0 --seed 7 --layers 2 --vocab 4096 -o "$sw" > /dev/null 2>&1
         timeout 180 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
             "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --model "$sw" \
-            --b-options q8gemv=xs --tokens 1,2,3 --greedy 2 --tol 0 > /tmp/sanitizer-2b-wide.log 2>&1
+            --a-options norm_tail=1 --b-options q8gemv=xs --tokens 1,2,3 --greedy 2 --tol 0 > /tmp/sanitizer-2b-wide.log 2>&1
         rc=$?
-        note "- engine_diff 2B-wide (2 layers), q8gemv=tma vs xs: rc $rc ($(grep -E '^(PASS|FAIL)$' /tmp/sanitizer-2b-wide.log | tail -1)); $(grep -E 'ERROR SUMMARY|LEAK SUMMARY' /tmp/sanitizer-2b-wide.log | tr '\n' ' ')"
+        note "- engine_diff 2B-wide (2 layers), q8gemv=tma with norm_tail=1 vs xs: rc $rc ($(grep -E '^(PASS|FAIL)$' /tmp/sanitizer-2b-wide.log | tail -1)); $(grep -E 'ERROR SUMMARY|LEAK SUMMARY' /tmp/sanitizer-2b-wide.log | tr '\n' ' ')"
         { echo "==== engine_diff 2B-wide q8gemv=tma vs xs"; tail -n 60 /tmp/sanitizer-2b-wide.log; } >> "$OUT/sanitizer.log"
         [ $rc -le 1 ] && grep -q 'ERROR SUMMARY: 0 errors' /tmp/sanitizer-2b-wide.log || all=1
         rm -f "$sw"
