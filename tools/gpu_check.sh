@@ -26,12 +26,15 @@
 #      8-bit rounding flips, see step 3 below);
 #   3b. the same tool on a 2B-wide 4-layer q4_0 model generated there: the default (x-stationary
 #      q8 GEMVs, PDL) bit for bit (tol 0, greedy 16) against q8gemv=stream, against the streaming
-#      kinds with x in shared memory and the next-GEMV prefetch on, against gemv_early=0 and gdn=fused, against itself in a
-#      second engine and against pdl=0, and CPU vs CUDA dot=f32 (tol 1e-3, greedy 8): the fixtures
+#      kinds with x in shared memory and the next-GEMV prefetch on, against gemv_early=0 and gdn=fused,
+#      ffn=fused (also without the graph), the q8gemv=tma variants, rms_fold=1, norm_tail=1 against 0
+#      (and with pdl=0, x in shared memory), against itself in a second engine and against pdl=0,
+#      and CPU vs CUDA dot=f32 (tol 1e-3, greedy 8): the fixtures
 #      (64 wide) never reach the kernels' realistic widths nor attention heads of 256, and a race
 #      between PDL-overlapped kernels (cuda/PERF-NOTES.md v11) only showed there;
 #   3c. a 27B-wide 4-layer model (3 v-heads per k-head): gdn=fused (thread-block clusters) bit for
-#      bit against the default, against itself in a second engine and against gdn=fused,pdl=0;
+#      bit against the default, against itself in a second engine and against gdn=fused,pdl=0; the
+#      q8gemv=tma variants, rms_fold=1 and norm_tail=1 (with pdl=0, with gdn=fused) likewise;
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -40,7 +43,7 @@
 #      5b. cuda/bench_gemv: every q4_0 GEMV variant alone on the 27B shapes -> $OUT/bench_gemv.tsv
 #      (fails when a q8 variant is not bit-identical to the reference one);
 #   6. compute-sanitizer --tool memcheck over engine_diff on 3 fixtures (both engines dot=q8) and
-#      on a generated 2B-wide 2-layer model (CUDA q8gemv=tma vs q8gemv=xs: the TMA kernels)
+#      on a generated 2B-wide 2-layer model (CUDA q8gemv=tma,norm_tail=1 vs q8gemv=xs: the TMA kernels)
 #      and over `kestrel-eval run` of 4 oracle cases of the suite (all child processes);
 # Exit status: 0 when every step passed, 1 otherwise (the report says which).
 set -u
