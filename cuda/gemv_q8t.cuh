@@ -311,15 +311,7 @@ __device__ __forceinline__ void q8t_rms_prologue(const kc_rmsq &nm, kc_q8blk *xs
     for (int vw = warp; vw < nvw; vw += Q8M_WARPS) {
         const int t = vw * 32 + lane; /* the norm kernel's thread */
         const float4 a = __ldca((const float4 *)nm.x + 2 * t), b = __ldca((const float4 *)nm.x + 2 * t + 1);
-        float ss = a.x * a.x;
-        ss += a.y * a.y;
-        ss += a.z * a.z;
-        ss += a.w * a.w;
-        ss += b.x * b.x;
-        ss += b.y * b.y;
-        ss += b.z * b.z;
-        ss += b.w * b.w;
-        ss = warp_sum(ss);
+        const float ss = warp_sum(rms8_sumsq(a, b));
         if (lane == 0) red[vw] = ss;
     }
     asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
