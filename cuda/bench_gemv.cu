@@ -538,10 +538,13 @@ __global__ void __launch_bounds__(Q8T_THREADS, 1) chain_persistent_kernel(const 
  * q8t_dot: the same bits); XLOCAL: no tickets and no published q8 groups: every block quantises the
  * whole of y[g - 1] (D floats from L2) into shared memory itself, so a GEMV's only cross-block edge is
  * one counter; NODATA: the consumers skip the ring after its first fill (wrong outputs, timing only:
- * the chain's sync + compute critical path without any weight traffic). Needs per <= PCH_PMAX <= ns. */
+ * the chain's sync + compute critical path without any weight traffic); XSHARE: x copied once per
+ * block into shared memory (not loaded by each warp: PERF-NOTES v16 row 1b); NOQUANT: no q8 groups
+ * published (timing only: what the quantisation and its tickets cost); BPS: blocks per SM (the grid is
+ * BPS x SMs). Needs per <= PCH_PMAX, and ILP per <= ns. */
 #define PCH_PMAX 5
-template <int NBL, bool ILP, bool XLOCAL, bool NODATA, bool XSHARE = false>
-__global__ void __launch_bounds__(Q8T_THREADS, 1) chain_persistent2_kernel(const pch_plan p, int D, int ns)
+template <int NBL, bool ILP, bool XLOCAL, bool NODATA, bool XSHARE = false, bool NOQUANT = false, int BPS = 1>
+__global__ void __launch_bounds__(Q8T_THREADS, BPS) chain_persistent2_kernel(const pch_plan p, int D, int ns)
 {
     extern __shared__ __align__(128) unsigned char q8t_smem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nb = D / 32;
@@ -672,7 +675,7 @@ __global__ void __launch_bounds__(Q8T_THREADS, 1) chain_persistent2_kernel(const
             }
         }
         asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the block's rows written */
-        if (!XLOCAL) {
+        if (!XLOCAL && !NOQUANT) {
             kc_q8blk *yq = p.xq + (size_t)(g + 1) * nb;
             unsigned int *cnt = p.cnt + (size_t)g * nb;
             for (int grp = rlo / 32 + warp; grp <= (rhi - 1) / 32; grp += Q8M_WARPS) {
@@ -1032,22 +1035,29 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
                     }
                 }
             }
-            { /* the variants, ring of 8 (per <= 5 on 132 SMs) */
+            { /* the variants: ring stages ns, blocks per SM bps (per <= 5 on 132 SMs) */
                 typedef void (*pk_t)(const pch_plan, int, int);
-                const struct { const char *name; pk_t k; int check; } var[] = {
-                    {"p2_base", chain_persistent2_kernel<5, false, false, false>, 1},
-                    {"p2_ilp", chain_persistent2_kernel<5, true, false, false>, 1},
-                    {"p2_xlocal", chain_persistent2_kernel<5, false, true, false>, 1},
-                    {"p2_ilp_xlocal", chain_persistent2_kernel<5, true, true, false>, 1},
-                    {"p2_ilp_xlocal_nodata", chain_persistent2_kernel<5, true, true, true>, 0},
-                    {"p2_base_nodata", chain_persistent2_kernel<5, false, false, true>, 0},
-                    {"p2_xshare", chain_persistent2_kernel<5, false, false, false, true>, 1},
-                    {"p2_ilp_xshare", chain_persistent2_kernel<5, true, false, false, true>, 1},
-                    {"p2_ilp_xshare_nodata", chain_persistent2_kernel<5, true, false, true, true>, 0},
+                const struct { const char *name; pk_t k; int check, ns, bps; } var[] = {
+                    {"p2_base", chain_persistent2_kernel<5, false, false, false>, 1, 8, 1},
+                    {"p2_ilp", chain_persistent2_kernel<5, true, false, false>, 1, 8, 1},
+                    {"p2_xlocal", chain_persistent2_kernel<5, false, true, false>, 1, 8, 1},
+                    {"p2_ilp_xlocal", chain_persistent2_kernel<5, true, true, false>, 1, 8, 1},
+                    {"p2_ilp_xlocal_nodata", chain_persistent2_kernel<5, true, true, true>, 0, 8, 1},
+                    {"p2_base_nodata", chain_persistent2_kernel<5, false, false, true>, 0, 8, 1},
+                    {"p2_xshare", chain_persistent2_kernel<5, false, false, false, true>, 1, 8, 1},
+                    {"p2_ilp_xshare", chain_persistent2_kernel<5, true, false, false, true>, 1, 8, 1},
+                    {"p2_ilp_xshare_nodata", chain_persistent2_kernel<5, true, false, true, true>, 0, 8, 1},
+                    {"p2_xshare_nodata", chain_persistent2_kernel<5, false, false, true, true>, 0, 8, 1},
+                    {"p2_xshare_nodata_noquant", chain_persistent2_kernel<5, false, false, true, true, true>, 0, 8, 1},
+                    {"p2_xshare_noquant", chain_persistent2_kernel<5, false, false, false, true, true>, 0, 8, 1},
+                    {"p2_xshare_2psm_ring4", chain_persistent2_kernel<5, false, false, false, true, false, 2>, 1, 4, 2},
+                    {"p2_ilp_xshare_2psm_ring4", chain_persistent2_kernel<5, true, false, false, true, false, 2>, 1, 4, 2},
+                    {"p2_xshare_nodata_2psm_ring4", chain_persistent2_kernel<5, false, false, true, true, false, 2>, 0, 4, 2},
                 };
-                const int ns = 8, units = D / Q8T_ROWS, per = (units + g_sms - 1) / g_sms;
-                const size_t smem = Q8T_BAR_BYTES + ns * stage + (size_t)PCH_PMAX * Q8T_ROWS * 4 + (size_t)(D / 32) * sizeof(kc_q8blk);
-                for (size_t vi = 0; vi < sizeof var / sizeof var[0] && per <= PCH_PMAX; vi++) {
+                for (size_t vi = 0; vi < sizeof var / sizeof var[0]; vi++) {
+                    const int ns = var[vi].ns, grid = g_sms * var[vi].bps, units = D / Q8T_ROWS, per = (units + grid - 1) / grid;
+                    if (per > PCH_PMAX) continue;
+                    const size_t smem = Q8T_BAR_BYTES + ns * stage + (size_t)PCH_PMAX * Q8T_ROWS * 4 + (size_t)(D / 32) * sizeof(kc_q8blk);
                     CK(cudaFuncSetAttribute((const void *)var[vi].k, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
                     auto prep = [&]() -> cudaError_t {
                         cudaError_t e = kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st);
@@ -1060,7 +1070,7 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
                     auto run = [&]() -> cudaError_t {
                         int d = D, n = ns;
                         void *args[3] = {(void *)&pp, (void *)&d, (void *)&n};
-                        return cudaLaunchCooperativeKernel((const void *)var[vi].k, dim3(g_sms), dim3(Q8T_THREADS), args, smem, st);
+                        return cudaLaunchCooperativeKernel((const void *)var[vi].k, dim3(grid), dim3(Q8T_THREADS), args, smem, st);
                     };
                     double us;
                     if (time_reps(prep, run, []() { return cudaSuccess; }, st, &us)) return 1;
