@@ -394,7 +394,8 @@ __global__ void runahead_kernel(const pf_plan plan, const unsigned int *prog, in
  * the blocks that finished GEMV g - 1 (its rows and their q8 groups: each block quantises the groups
  * inside its rows, a group shared with a neighbour by a ticket, as matvec_swiglu_q8t_kernel). Same
  * per-row arithmetic (q8t_dot) and quantisation (q8_quantize_warp) as the kernels: the final output
- * must equal the kernel chain's bit for bit. Not yet run on a GPU when written (session 7). ---- */
+ * must equal the kernel chain's bit for bit. Written in session 7, measured in session 8 (PERF-NOTES
+ * v16 rows 1-1d): chain_persistent_kernel below, with its variants as template flags. ---- */
 #define PCH_N 16
 #define PCH_TS 20
 typedef struct pch_plan {
@@ -420,120 +421,8 @@ __device__ __forceinline__ void pch_wait_count(const unsigned int *p, unsigned i
     } while (v < target);
 }
 
-template <int NBL>
-__global__ void __launch_bounds__(Q8T_THREADS, 1) chain_persistent_kernel(const pch_plan p, int D, int ns)
-{
-    extern __shared__ __align__(128) unsigned char q8t_smem[];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nb = D / 32;
-    const size_t stage_bytes = (size_t)Q8T_ROWS * nb * 18;
-    int u0, u1;
-    q8t_share(D / Q8T_ROWS, u0, u1);
-    const int per = u1 - u0;
-    unsigned char *ring = q8t_smem + Q8T_BAR_BYTES;
-    float *ys = (float *)(ring + ns * stage_bytes); /* the block's rows of the current GEMV */
-    q8t_ring_init(q8t_smem, ns);
-    if (warp == Q8M_WARPS) { /* the producer: every GEMV's stages in chain order */
-        if (lane == 0)
-            for (int t = 0; t < PCH_N * per; t++) {
-                const int g = t / per, u = u0 + t % per, s = t % ns, lap = t / ns;
-                if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
-                const uint32_t bar = smem_addr(q8t_smem + 8 * s);
-                unsigned char *st = ring + s * stage_bytes;
-                mbar_expect_tx(bar, (uint32_t)Q8T_ROWS * nb * 18u);
-                bulk_g2s(smem_addr(st), (const unsigned char *)p.W[g].data + (size_t)u * Q8T_ROWS * nb * 16,
-                         (uint32_t)Q8T_ROWS * nb * 16, bar);
-                bulk_g2s(smem_addr(st + (size_t)Q8T_ROWS * nb * 16), p.W[g].d + (size_t)u * Q8T_ROWS * nb,
-                         (uint32_t)Q8T_ROWS * nb * 2, bar);
-                if (p.ts && t % per < 5) p.ts[((size_t)g * gridDim.x + blockIdx.x) * PCH_TS + 15 + t % per] = pch_now();
-            }
-        return;
-    }
-    const int rlo = u0 * Q8T_ROWS, rhi = u1 * Q8T_ROWS;
-    for (int g = 0; g < PCH_N; g++) {
-        if (g) { /* one spinner per block: 256 x 132 threads polling one word starve the L2 slice that holds it */
-            if (threadIdx.x == 0) {
-                pch_wait_count(&p.done[g - 1], gridDim.x);
-                __threadfence();
-            }
-            asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
-        }
-        unsigned long long *ts = p.ts ? p.ts + ((size_t)g * gridDim.x + blockIdx.x) * PCH_TS : NULL;
-        if (ts && threadIdx.x == 0) ts[0] = pch_now();
-        int4 xa[NBL], xb[NBL];
-        float xd[NBL];
-        int xs[NBL];
-        const kc_q8blk *xq = p.xq + (size_t)g * nb;
-#pragma unroll
-        for (int k = 0; k < NBL; k++) { /* q8x_load_x through L2 (this grid wrote it) */
-            const int b = lane + 32 * k;
-            if (b < nb) {
-                const int4 *xv = (const int4 *)(xq + b);
-                xa[k] = __ldcg(xv);
-                xb[k] = __ldcg(xv + 1);
-                const int4 xe = __ldcg(xv + 2);
-                xd[k] = __int_as_float(xe.x);
-                xs[k] = xe.y;
-            } else {
-                xa[k] = xb[k] = make_int4(0, 0, 0, 0);
-                xd[k] = 0.0f;
-                xs[k] = 0;
-            }
-        }
-        if (ts && threadIdx.x == 0) {
-            asm volatile("" ::"f"(xd[0]), "f"(xd[NBL - 1]));
-            ts[4] = pch_now();
-        }
-        float *y = p.y + (size_t)g * D;
-        for (int u = 0; u < per; u++) {
-            const int t = g * per + u, s = t % ns, lap = t / ns;
-            mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
-            if (ts && threadIdx.x == 0 && u < 5) ts[5 + u] = pch_now();
-            const int row = rlo + u * Q8T_ROWS + warp;
-            const float sum = q8t_dot<NBL>(ring + s * stage_bytes, nb, warp, xa, xb, xd, xs);
-            if (lane == 0) {
-                y[row] = sum;
-                ys[row - rlo] = sum;
-            }
-            if (ts && threadIdx.x == 0 && u < 5) {
-                asm volatile("" ::"f"(sum));
-                ts[10 + u] = pch_now();
-            }
-            __syncwarp();
-            if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
-        }
-        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the block's rows written */
-        if (ts && threadIdx.x == 0) ts[1] = pch_now();
-        kc_q8blk *yq = p.xq + (size_t)(g + 1) * nb;
-        unsigned int *cnt = p.cnt + (size_t)g * nb;
-        for (int grp = rlo / 32 + warp; grp <= (rhi - 1) / 32; grp += Q8M_WARPS) {
-            const int lo = grp * 32 > rlo ? grp * 32 : rlo, hi = grp * 32 + 32 < rhi ? grp * 32 + 32 : rhi;
-            if (hi - lo == 32) {
-                q8_quantize_warp(ys[grp * 32 + lane - rlo], yq + grp);
-                continue;
-            }
-            int last = 0;
-            if (lane == 0) {
-                __threadfence();
-                last = atomicAdd(&cnt[grp], (unsigned)(hi - lo)) + (unsigned)(hi - lo) == 32u;
-            }
-            if (__shfl_sync(0xffffffffu, last, 0)) {
-                __threadfence();
-                q8_quantize_warp(__ldcg(&y[grp * 32 + lane]), yq + grp);
-            }
-        }
-        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* its groups written */
-        if (ts && threadIdx.x == 0) ts[2] = pch_now();
-        if (threadIdx.x == 0) {
-            __threadfence();
-            atomicAdd(&p.done[g], 1u);
-            if (ts) ts[3] = pch_now();
-        }
-    }
-}
-
-
-/* Variants of chain_persistent_kernel (session 8, after its timeline showed ~14 us per GEMV of which
- * the fetches were not the cause): ILP: a warp waits for all the block's stages of a GEMV, then
+/* The chain as one persistent kernel; all flags false is the plan as written (session 7). Variants
+ * (session 8, after its timeline showed ~14 us per GEMV of which the fetches were not the cause): ILP: a warp waits for all the block's stages of a GEMV, then
  * computes its rows of all of them interleaved (independent accumulators, each row's order as
  * q8t_dot: the same bits); XLOCAL: no tickets and no published q8 groups: every block quantises the
  * whole of y[g - 1] (D floats from L2) into shared memory itself, so a GEMV's only cross-block edge is
@@ -541,10 +430,10 @@ __global__ void __launch_bounds__(Q8T_THREADS, 1) chain_persistent_kernel(const 
  * the chain's sync + compute critical path without any weight traffic); XSHARE: x copied once per
  * block into shared memory (not loaded by each warp: PERF-NOTES v16 row 1b); NOQUANT: no q8 groups
  * published (timing only: what the quantisation and its tickets cost); BPS: blocks per SM (the grid is
- * BPS x SMs). Needs per <= PCH_PMAX, and ILP per <= ns. */
+ * BPS x SMs). Needs per <= PCH_PMAX, and ILP per <= ns. p.ts: thread 0's timeline (not with ILP). */
 #define PCH_PMAX 5
 template <int NBL, bool ILP, bool XLOCAL, bool NODATA, bool XSHARE = false, bool NOQUANT = false, int BPS = 1>
-__global__ void __launch_bounds__(Q8T_THREADS, BPS) chain_persistent2_kernel(const pch_plan p, int D, int ns)
+__global__ void __launch_bounds__(Q8T_THREADS, BPS) chain_persistent_kernel(const pch_plan p, int D, int ns)
 {
     extern __shared__ __align__(128) unsigned char q8t_smem[];
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nb = D / 32;
@@ -568,6 +457,7 @@ __global__ void __launch_bounds__(Q8T_THREADS, BPS) chain_persistent2_kernel(con
                          (uint32_t)Q8T_ROWS * nb * 16, bar);
                 bulk_g2s(smem_addr(st + (size_t)Q8T_ROWS * nb * 16), p.W[g].d + (size_t)u * Q8T_ROWS * nb,
                          (uint32_t)Q8T_ROWS * nb * 2, bar);
+                if (p.ts && t % per < 5) p.ts[((size_t)g * gridDim.x + blockIdx.x) * PCH_TS + 15 + t % per] = pch_now();
             }
         return;
     }
@@ -575,13 +465,15 @@ __global__ void __launch_bounds__(Q8T_THREADS, BPS) chain_persistent2_kernel(con
     if (NODATA) /* the first fill only, then every GEMV reads it */
         for (int u = 0; u < (ns < per ? ns : per); u++) mbar_wait(smem_addr(q8t_smem + 8 * u), 0);
     for (int g = 0; g < PCH_N; g++) {
-        if (g) {
+        if (g) { /* one spinner per block (every thread polling one word was no faster) */
             if (threadIdx.x == 0) {
                 pch_wait_count(&p.done[g - 1], gridDim.x);
                 __threadfence();
             }
             asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
         }
+        unsigned long long *ts = p.ts && !ILP ? p.ts + ((size_t)g * gridDim.x + blockIdx.x) * PCH_TS : NULL;
+        if (ts && threadIdx.x == 0) ts[0] = pch_now();
         int4 xa[NBL], xb[NBL];
         float xd[NBL];
         int xs[NBL];
@@ -597,29 +489,11 @@ __global__ void __launch_bounds__(Q8T_THREADS, BPS) chain_persistent2_kernel(con
             asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
             xq = xsm;
         }
-#pragma unroll
-        for (int k = 0; k < NBL; k++) {
-            const int b = lane + 32 * k;
-            if (b < nb) {
-                const int4 *xv = (const int4 *)(xq + b);
-                if ((XLOCAL && g) || XSHARE) {
-                    xa[k] = xv[0];
-                    xb[k] = xv[1];
-                    const int4 xe = xv[2];
-                    xd[k] = __int_as_float(xe.x);
-                    xs[k] = xe.y;
-                } else {
-                    xa[k] = __ldcg(xv);
-                    xb[k] = __ldcg(xv + 1);
-                    const int4 xe = __ldcg(xv + 2);
-                    xd[k] = __int_as_float(xe.x);
-                    xs[k] = xe.y;
-                }
-            } else {
-                xa[k] = xb[k] = make_int4(0, 0, 0, 0);
-                xd[k] = 0.0f;
-                xs[k] = 0;
-            }
+        if ((XLOCAL && g) || XSHARE) q8x_load_x<NBL, XLOAD_SMEM>(xq, nb, xa, xb, xd, xs);
+        else q8x_load_x<NBL, XLOAD_CG>(xq, nb, xa, xb, xd, xs); /* through L2: this grid wrote it */
+        if (ts && threadIdx.x == 0) {
+            asm volatile("" ::"f"(xd[0]), "f"(xd[NBL - 1]));
+            ts[4] = pch_now();
         }
         float *y = p.y + (size_t)g * D;
         if (ILP) {
@@ -664,17 +538,23 @@ __global__ void __launch_bounds__(Q8T_THREADS, BPS) chain_persistent2_kernel(con
             for (int u = 0; u < per; u++) {
                 const int t = NODATA ? u % ns : g * per + u, s = t % ns, lap = t / ns;
                 if (!NODATA) mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
+                if (ts && threadIdx.x == 0 && u < 5) ts[5 + u] = pch_now();
                 const int row = rlo + u * Q8T_ROWS + warp;
                 const float sum = q8t_dot<NBL>(ring + s * stage_bytes, nb, warp, xa, xb, xd, xs);
                 if (lane == 0) {
                     y[row] = sum;
                     ys[row - rlo] = sum;
                 }
+                if (ts && threadIdx.x == 0 && u < 5) {
+                    asm volatile("" ::"f"(sum));
+                    ts[10 + u] = pch_now();
+                }
                 __syncwarp();
                 if (lane == 0 && !NODATA) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
             }
         }
         asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the block's rows written */
+        if (ts && threadIdx.x == 0) ts[1] = pch_now();
         if (!XLOCAL && !NOQUANT) {
             kc_q8blk *yq = p.xq + (size_t)(g + 1) * nb;
             unsigned int *cnt = p.cnt + (size_t)g * nb;
@@ -694,11 +574,13 @@ __global__ void __launch_bounds__(Q8T_THREADS, BPS) chain_persistent2_kernel(con
                     q8_quantize_warp(__ldcg(&y[grp * 32 + lane]), yq + grp);
                 }
             }
-            asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+            asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* its groups written */
         }
+        if (ts && threadIdx.x == 0) ts[2] = pch_now();
         if (threadIdx.x == 0) {
             __threadfence();
             atomicAdd(&p.done[g], 1u);
+            if (ts) ts[3] = pch_now();
         }
     }
 }
@@ -972,8 +854,10 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
             const int nsc[2] = {8, 4}; /* ring stages: 8 x 23 KB = 184 KB (1.6 GEMVs of look-ahead), 4 */
             for (int c = 0; c < 2; c++) {
                 const int ns = nsc[c], units = D / Q8T_ROWS, per = (units + g_sms - 1) / g_sms;
-                const size_t smem = Q8T_BAR_BYTES + ns * stage + (size_t)per * Q8T_ROWS * 4;
-                CK(cudaFuncSetAttribute(chain_persistent_kernel<5>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+                if (per > PCH_PMAX) continue;
+                const size_t smem = Q8T_BAR_BYTES + ns * stage + (size_t)PCH_PMAX * Q8T_ROWS * 4 + (size_t)(D / 32) * sizeof(kc_q8blk);
+                CK(cudaFuncSetAttribute(chain_persistent_kernel<5, false, false, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
                 auto prep = [&]() -> cudaError_t {
                     cudaError_t e = kc_stream_read(flush, flush_n / 16, sink, g_sms * 4, st);
                     if (e == cudaSuccess) e = cudaMemsetAsync(pp.done, 0, N * 4, st);
@@ -984,7 +868,7 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
                 auto run = [&]() -> cudaError_t {
                     int d = D, n = ns;
                     void *args[3] = {(void *)&pp, (void *)&d, (void *)&n};
-                    return cudaLaunchCooperativeKernel((const void *)chain_persistent_kernel<5>, dim3(g_sms),
+                    return cudaLaunchCooperativeKernel((const void *)chain_persistent_kernel<5, false, false, false>, dim3(g_sms),
                                                        dim3(Q8T_THREADS), args, smem, st);
                 };
                 double us;
@@ -1038,21 +922,20 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
             { /* the variants: ring stages ns, blocks per SM bps (per <= 5 on 132 SMs) */
                 typedef void (*pk_t)(const pch_plan, int, int);
                 const struct { const char *name; pk_t k; int check, ns, bps; } var[] = {
-                    {"p2_base", chain_persistent2_kernel<5, false, false, false>, 1, 8, 1},
-                    {"p2_ilp", chain_persistent2_kernel<5, true, false, false>, 1, 8, 1},
-                    {"p2_xlocal", chain_persistent2_kernel<5, false, true, false>, 1, 8, 1},
-                    {"p2_ilp_xlocal", chain_persistent2_kernel<5, true, true, false>, 1, 8, 1},
-                    {"p2_ilp_xlocal_nodata", chain_persistent2_kernel<5, true, true, true>, 0, 8, 1},
-                    {"p2_base_nodata", chain_persistent2_kernel<5, false, false, true>, 0, 8, 1},
-                    {"p2_xshare", chain_persistent2_kernel<5, false, false, false, true>, 1, 8, 1},
-                    {"p2_ilp_xshare", chain_persistent2_kernel<5, true, false, false, true>, 1, 8, 1},
-                    {"p2_ilp_xshare_nodata", chain_persistent2_kernel<5, true, false, true, true>, 0, 8, 1},
-                    {"p2_xshare_nodata", chain_persistent2_kernel<5, false, false, true, true>, 0, 8, 1},
-                    {"p2_xshare_nodata_noquant", chain_persistent2_kernel<5, false, false, true, true, true>, 0, 8, 1},
-                    {"p2_xshare_noquant", chain_persistent2_kernel<5, false, false, false, true, true>, 0, 8, 1},
-                    {"p2_xshare_2psm_ring4", chain_persistent2_kernel<5, false, false, false, true, false, 2>, 1, 4, 2},
-                    {"p2_ilp_xshare_2psm_ring4", chain_persistent2_kernel<5, true, false, false, true, false, 2>, 1, 4, 2},
-                    {"p2_xshare_nodata_2psm_ring4", chain_persistent2_kernel<5, false, false, true, true, false, 2>, 0, 4, 2},
+                    {"p2_ilp", chain_persistent_kernel<5, true, false, false>, 1, 8, 1},
+                    {"p2_xlocal", chain_persistent_kernel<5, false, true, false>, 1, 8, 1},
+                    {"p2_ilp_xlocal", chain_persistent_kernel<5, true, true, false>, 1, 8, 1},
+                    {"p2_ilp_xlocal_nodata", chain_persistent_kernel<5, true, true, true>, 0, 8, 1},
+                    {"p2_base_nodata", chain_persistent_kernel<5, false, false, true>, 0, 8, 1},
+                    {"p2_xshare", chain_persistent_kernel<5, false, false, false, true>, 1, 8, 1},
+                    {"p2_ilp_xshare", chain_persistent_kernel<5, true, false, false, true>, 1, 8, 1},
+                    {"p2_ilp_xshare_nodata", chain_persistent_kernel<5, true, false, true, true>, 0, 8, 1},
+                    {"p2_xshare_nodata", chain_persistent_kernel<5, false, false, true, true>, 0, 8, 1},
+                    {"p2_xshare_nodata_noquant", chain_persistent_kernel<5, false, false, true, true, true>, 0, 8, 1},
+                    {"p2_xshare_noquant", chain_persistent_kernel<5, false, false, false, true, true>, 0, 8, 1},
+                    {"p2_xshare_2psm_ring4", chain_persistent_kernel<5, false, false, false, true, false, 2>, 1, 4, 2},
+                    {"p2_ilp_xshare_2psm_ring4", chain_persistent_kernel<5, true, false, false, true, false, 2>, 1, 4, 2},
+                    {"p2_xshare_nodata_2psm_ring4", chain_persistent_kernel<5, false, false, true, true, false, 2>, 0, 4, 2},
                 };
                 for (size_t vi = 0; vi < sizeof var / sizeof var[0]; vi++) {
                     const int ns = var[vi].ns, grid = g_sms * var[vi].bps, units = D / Q8T_ROWS, per = (units + grid - 1) / grid;

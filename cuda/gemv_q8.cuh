@@ -89,11 +89,13 @@ __device__ __forceinline__ int q4q8_block_dot(const uint4 w, const int4 xa, cons
 #define XLOAD_CA 0  /* ld.global.ca: coherent (PDL-safe; see q8x_load_x) - the streaming default */
 #define XLOAD_NC 1  /* ld.global.nc (__ldg): the read-only path, NOT PDL-safe - option q8wide=nc, A/B only */
 #define XLOAD_SMEM 2 /* from shared memory (xq points there): matvec_q8s_kernel */
+#define XLOAD_CG 3   /* ld.global.cg, L2 only: x written by the same grid (bench_gemv's persistent chain) */
 template <int XM>
 __device__ __forceinline__ int4 q8_xload(const int4 *p)
 {
     if (XM == XLOAD_CA) return __ldca(p);
     if (XM == XLOAD_NC) return __ldg(p);
+    if (XM == XLOAD_CG) return __ldcg(p);
     return *p;
 }
 
@@ -404,8 +406,9 @@ __device__ __forceinline__ float q8x_dot(const uint4 (&w)[NBL], const float (&dw
 /* xq is written by the previous kernel, which under PDL may still run while this one is resident:
  * it is read with ld.global.ca (__ldca), never through the read-only path (__ldg / ld.global.nc
  * assert the data do not change during the kernel and may be scheduled above the PDL wait;
- * docs/cuda-engine.md "PDL", cuda/PERF-NOTES.md v11). */
-template <int NBL>
+ * docs/cuda-engine.md "PDL", cuda/PERF-NOTES.md v11). XM: another source (XLOAD_SMEM: xq in shared
+ * memory; XLOAD_CG: through L2 only). */
+template <int NBL, int XM = XLOAD_CA>
 __device__ __forceinline__ void q8x_load_x(const kc_q8blk *__restrict__ xq, int nb, int4 (&xa)[NBL], int4 (&xb)[NBL],
                                            float (&xd)[NBL], int (&xs)[NBL])
 {
@@ -415,9 +418,9 @@ __device__ __forceinline__ void q8x_load_x(const kc_q8blk *__restrict__ xq, int 
         const int b = lane + 32 * k;
         if (b < nb) {
             const int4 *xv = (const int4 *)(xq + b);
-            xa[k] = __ldca(xv);
-            xb[k] = __ldca(xv + 1);
-            const int4 xe = __ldca(xv + 2);
+            xa[k] = q8_xload<XM>(xv);
+            xb[k] = q8_xload<XM>(xv + 1);
+            const int4 xe = q8_xload<XM>(xv + 2);
             xd[k] = __int_as_float(xe.x);
             xs[k] = xe.y;
         } else {

@@ -329,30 +329,6 @@ __device__ __forceinline__ void q8t_rms_prologue(const kc_rmsq &nm, kc_q8blk *xs
         for (int i = threadIdx.x; i < n / 32 * 3; i += 32 * Q8M_WARPS) ((int4 *)nm.xq)[i] = ((const int4 *)xs)[i];
 }
 
-/* q8x_load_x from shared memory (the folded norm's blocks) */
-template <int NBL>
-__device__ __forceinline__ void q8t_load_x_smem(const kc_q8blk *xs, int nb, int4 (&xa)[NBL], int4 (&xb)[NBL],
-                                                float (&xd)[NBL], int (&xsum)[NBL])
-{
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int k = 0; k < NBL; k++) {
-        const int b = lane + 32 * k;
-        if (b < nb) {
-            const int4 *xv = (const int4 *)(xs + b);
-            xa[k] = xv[0];
-            xb[k] = xv[1];
-            const int4 xe = xv[2];
-            xd[k] = __int_as_float(xe.x);
-            xsum[k] = xe.y;
-        } else {
-            xa[k] = xb[k] = make_int4(0, 0, 0, 0);
-            xd[k] = 0.0f;
-            xsum[k] = 0;
-        }
-    }
-}
-
 /* The block's share of `units` stages: [u0, u1), contiguous, balanced over the grid. To the stage,
  * not to the row: a row-granular share gave every block a partial last stage and so the maximum
  * stage count, and was slower (PERF-NOTES v15 row 7: these kernels are bound by their blocks'
@@ -404,7 +380,7 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? 3 : 2) matvec_q8t_kernel(con
     kc_q8blk *xsm = (kc_q8blk *)(ring + ns * stage_bytes); /* XS or nm: x after the ring */
     if (nm.x) {
         q8t_rms_prologue(nm, xsm, (float *)(xsm + nb));
-        if (!XS) q8t_load_x_smem<XN>(xsm, nb, xa, xb, xd, xs);
+        if (!XS) q8x_load_x<XN, XLOAD_SMEM>(xsm, nb, xa, xb, xd, xs); /* the folded norm's blocks */
     } else if (XS) {
         for (int i = threadIdx.x; i < nb * 3; i += 32 * Q8M_WARPS) ((int4 *)xsm)[i] = __ldcg((const int4 *)xq + i);
         asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the consumers only */
@@ -484,7 +460,7 @@ __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const
     int xs[NBL];
     if (nm.x) {
         q8t_rms_prologue(nm, xsm, (float *)(xsm + nb));
-        q8t_load_x_smem<NBL>(xsm, nb, xa, xb, xd, xs);
+        q8x_load_x<NBL, XLOAD_SMEM>(xsm, nb, xa, xb, xd, xs); /* the folded norm's blocks */
     } else {
         q8x_load_x<NBL>(xq, nb, xa, xb, xd, xs);
     }

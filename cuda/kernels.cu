@@ -942,6 +942,24 @@ static int q8xs_grid(int nbl, size_t smem, int rows)
     return slots > 0 && slots < need ? slots : need;
 }
 
+/* The q8gemv=tma launch kc_matvec_q8 makes for W[0..n) (`rows` rows in all): 1 the x-stationary TMA
+ * kernel, 2 the same with x in shared memory (q8t_xs), 3 the wide one (cols > 6144: the down
+ * projection), 0 none (the register or streaming kernels); grid, ns, smem its plan. */
+static int q8t_route(const kc_mat *const *W, int n, int rows, int *grid, int *ns, size_t *smem)
+{
+    for (int i = 0; i < n; i++)
+        if (!q8t_aligned(W[i])) return 0;
+    if (!q8x_nbl(W[0])) return q8t_wide_plan(W[0], rows, grid, ns, smem) ? 3 : 0;
+    if (W[0]->q8kind != 2 ||
+        !q8t_plan(W[0], (rows + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)Q8T_ROWS * (W[0]->cols / 32) * 18, grid, ns, smem))
+        return 0;
+    if (W[0]->q8t_xs == 1 || g_q8t_xs) {
+        *smem += (size_t)(W[0]->cols / 32) * sizeof(kc_q8blk);
+        return 2;
+    }
+    return 1;
+}
+
 cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const kc_q8blk *xq, int accumulate,
                          cudaStream_t st)
 {
@@ -963,37 +981,28 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
     job.early = W[0]->early;
     job.pf = take_prefetch_next();
     const int nbl = q8x_nbl(W[0]);
-    if (nbl) { /* one row per warp step: R = 1 row groups */
+    int rows = 0, tgrid, ns;
+    size_t smem;
+    for (int i = 0; i < n; i++) rows += W[i]->rows;
+    const int route = q8t_route(W, n, rows, &tgrid, &ns, &smem);
+    if (nbl || route) { /* one row per warp step: R = 1 row groups */
         for (int i = 0; i < n; i++) job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
         for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
-        int tma = W[0]->q8kind == 2, grid, ns;
-        size_t smem;
-        for (int i = 0; i < n && tma; i++) tma = q8t_aligned(W[i]);
-        if (tma && q8t_plan(W[0], (job.gstart[n] + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)Q8T_ROWS * (W[0]->cols / 32) * 18, &grid,
-                            &ns, &smem)) {
-            if (W[0]->q8t_xs == 1 || g_q8t_xs) {
-                smem += (size_t)(W[0]->cols / 32) * sizeof(kc_q8blk);
-                Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 1, grid, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
-            } else {
-                Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 0, grid, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
-            }
-            return cudaGetLastError();
-        }
-        Q8X_DISPATCH(matvec_q8x_kernel, nbl, q8x_grid(0, nbl, job.gstart[n]), st, job, xq);
+    }
+    if (route == 3) { /* the wide kernel: x in shared memory, weights by TMA */
+        kc_launch(matvec_q8t_kernel<1, 1>, tgrid, Q8T_THREADS, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
         return cudaGetLastError();
     }
-    {
-        int tma = 1, grid, ns;
-        size_t smem;
-        for (int i = 0; i < n && tma; i++) tma = q8t_aligned(W[i]);
-        int rows = 0;
-        for (int i = 0; i < n; i++) rows += W[i]->rows;
-        if (tma && q8t_wide_plan(W[0], rows, &grid, &ns, &smem)) { /* x in shared memory, weights by TMA */
-            for (int i = 0; i < n; i++) job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
-            for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
-            kc_launch(matvec_q8t_kernel<1, 1>, grid, Q8T_THREADS, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
-            return cudaGetLastError();
-        }
+    if (route) {
+        if (route == 2)
+            Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 1, tgrid, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
+        else
+            Q8T_DISPATCH2(matvec_q8t_kernel, nbl, 0, tgrid, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
+        return cudaGetLastError();
+    }
+    if (nbl) {
+        Q8X_DISPATCH(matvec_q8x_kernel, nbl, q8x_grid(0, nbl, job.gstart[n]), st, job, xq);
+        return cudaGetLastError();
     }
     const size_t xsmem = (size_t)(W[0]->cols / 32) * sizeof(kc_q8blk);
     const int xsnbl = q8xs_nbl(W[0]->cols / 32);
@@ -1023,25 +1032,15 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
     return cudaGetLastError();
 }
 
-/* the route kc_matvec_q8_tail takes (0: none): 1 the x-stationary TMA kernel, 2 the same with x in
- * shared memory (q8t_xs), 3 the wide one (the down projection) - as kc_matvec_q8 chooses for W alone */
+/* the route kc_matvec_q8_tail takes: kc_matvec_q8's for W alone (q8t_route), 0 where the tail
+ * cannot run */
 static int tail_plan(const kc_mat *W, const kc_rmsq *t, int *grid, int *ns, size_t *smem)
 {
     if (W->type != GGML_Q4_0 || W->layout != 0 || !t->x || !t->w || !t->xn || !t->xq || W->rows != t->n ||
-        t->n % 256 || t->n > 8192 || ((uintptr_t)t->x | (uintptr_t)t->w | (uintptr_t)t->xn) % 16 || !q8t_aligned(W))
+        t->n % 256 || t->n > 8192 || ((uintptr_t)t->x | (uintptr_t)t->w | (uintptr_t)t->xn) % 16)
         return 0;
-    const size_t stage = (size_t)Q8T_ROWS * (W->cols / 32) * 18;
-    int route = 0;
-    if (q8x_nbl(W)) {
-        if (W->q8kind != 2 || !q8t_plan(W, (W->rows + Q8T_ROWS - 1) / Q8T_ROWS, stage, grid, ns, smem)) return 0;
-        route = 1;
-        if (W->q8t_xs == 1 || g_q8t_xs) {
-            *smem += (size_t)(W->cols / 32) * sizeof(kc_q8blk);
-            route = 2;
-        }
-    } else if (q8t_wide_plan(W, W->rows, grid, ns, smem)) {
-        route = 3;
-    }
+    const kc_mat *one[1] = {W};
+    const int route = q8t_route(one, 1, W->rows, grid, ns, smem);
     /* the tail's scratch in the idle ring (and x's copy after it): 256 bytes, then the norm's weight */
     const size_t need = Q8T_BAR_BYTES + 256 + (size_t)t->n * sizeof(float);
     if (route && *smem < need) *smem = need;

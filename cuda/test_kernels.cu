@@ -293,6 +293,16 @@ static kc_q8blk *get_q8(const kc_q8blk *d, int nblk)
     return h;
 }
 
+/* 1 when two device arrays of q8 blocks differ in any byte */
+static int q8_differ(const kc_q8blk *da, const kc_q8blk *db, int nblk)
+{
+    kc_q8blk *a = get_q8(da, nblk), *b = get_q8(db, nblk);
+    const int r = memcmp(a, b, (size_t)nblk * sizeof *a) != 0;
+    free(a);
+    free(b);
+    return r;
+}
+
 static void test_q8(void)
 {
     kc_model *m = (kc_model *)calloc(1, sizeof *m);
@@ -602,10 +612,7 @@ static void test_q8(void)
                     get_f(xa, dxn, cols);
                     get_f(xb, dxn2, cols);
                     u += n_unequal(xa, xb, cols);
-                    kc_q8blk *qa = get_q8(dq1, nb), *qb = get_q8(dq2, nb);
-                    u += memcmp(qa, qb, nb * sizeof(kc_q8blk)) != 0;
-                    free(qa);
-                    free(qb);
+                    u += q8_differ(dq1, dq2, nb);
                 }
                 kc_set_q8t_xs(0);
                 /* the SwiGLU with its output quantised, gate W[0], up W[1] (first rows/32*32 rows) */
@@ -624,10 +631,7 @@ static void test_q8(void)
                     get_f(a, dy[0], G.rows);
                     get_f(b, dz, G.rows);
                     us += n_unequal(a, b, G.rows);
-                    kc_q8blk *qa = get_q8(yq1, gq), *qb = get_q8(yq2, gq);
-                    us += memcmp(qa, qb, gq * sizeof(kc_q8blk)) != 0;
-                    free(qa);
-                    free(qb);
+                    us += q8_differ(yq1, yq2, gq);
                     cudaFree(yq1);
                     cudaFree(yq2);
                     cudaFree(cnt);
@@ -806,10 +810,7 @@ static void test_norm_tail(void)
                 get_f(a, dxn1, n);
                 get_f(b, dxn2, n);
                 u += n_unequal(a, b, n);
-                kc_q8blk *qa = get_q8(dq1, nbo), *qb = get_q8(dq2, nbo);
-                u += memcmp(qa, qb, nbo * sizeof(kc_q8blk)) != 0;
-                free(qa);
-                free(qb);
+                u += q8_differ(dq1, dq2, nbo);
                 unsigned int c = 1;
                 T_CK(cudaMemcpy(&c, cnt, 4, cudaMemcpyDeviceToHost));
                 u += c != 0;
