@@ -15,6 +15,7 @@
  * Usage: bench_gemv [--shape NAME]  (prints one TSV line per shape x variant; NAME ffn: the fused FFN only; l2: the L2-prefetch measurements)
  */
 #define KC_Q8T_DBG 1 /* gemv_q8t.cuh: per-block timeline of the TMA kernels (bench only) */
+#define KC_AG_DBG 1  /* kernels.cu: attention_gqa_kernel's phases skipped on request (bench only) */
 #include "kernels.cu"
 
 #include <stdio.h>
@@ -1022,6 +1023,60 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
     return 0;
 }
 
+/* --shape attn: the two split attentions alone on the 27B shape (24/4 heads x 256, ctx 4608) at
+ * n = 16, 512, 4096 positions, back-to-back launches; attention_gqa also with phases skipped (timing
+ * only: 1 QK, 2 V, 4 the merge's loads, 8 all work before the ticket) to see where its time goes */
+static int bench_attn(cudaStream_t st)
+{
+    const int H = 24, Hkv = 4, hd = 256, ctx = 4608, ns = kc_attention_splits(ctx);
+    const size_t kvn = (size_t)ctx * Hkv * hd;
+    float *q, *qg, *kc, *vc, *y, *part;
+    kc_q8blk *oq;
+    unsigned int *cnt;
+    int32_t *pos;
+    CK(cudaMalloc(&q, H * hd * 4));
+    CK(cudaMalloc(&qg, H * 2 * hd * 4));
+    CK(cudaMalloc(&kc, kvn * 4));
+    CK(cudaMalloc(&vc, kvn * 4));
+    CK(cudaMalloc(&y, H * hd * 4));
+    CK(cudaMalloc(&part, (size_t)H * ns * (hd + 2) * 4));
+    CK(cudaMalloc(&oq, H * hd / 32 * sizeof(kc_q8blk)));
+    CK(cudaMalloc(&cnt, H * 4));
+    CK(cudaMalloc(&pos, 4));
+    CK(cudaMemset(q, 0, H * hd * 4));
+    CK(cudaMemset(qg, 0, H * 2 * hd * 4));
+    CK(cudaMemset(kc, 0, kvn * 4));
+    CK(cudaMemset(vc, 0, kvn * 4));
+    CK(cudaMemset(cnt, 0, H * 4));
+    const int ns_list[3] = {16, 512, 4096};
+    for (int ni = 0; ni < 3; ni++) {
+        const int p = ns_list[ni] - 1;
+        CK(cudaMemcpy(pos, &p, 4, cudaMemcpyHostToDevice));
+        double us;
+        auto split = [&](int) {
+            return kc_attention_split(q, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, ctx, 0.0625f, pos, part, cnt, st);
+        };
+        if (time_batches(split, 3, st, &us)) return 1;
+        printf("attn\tattention_split n=%d\t-\t-\t%.2f\t-\t%zu\n", ns_list[ni], us, (size_t)ns_list[ni] * Hkv * hd * 8);
+        const int dbg[6] = {0, 1, 2, 4, 8, 7};
+        for (int di = 0; di < 6; di++) {
+            CK(cudaMemcpyToSymbol(g_ag_dbg, &dbg[di], sizeof(int)));
+            auto gqa = [&](int) {
+                return kc_attention_gqa(q, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, ctx, 0.0625f, pos, part, cnt, st);
+            };
+            if (time_batches(gqa, 3, st, &us)) return 1;
+            printf("attn\tattention_gqa n=%d skip=%d\t-\t-\t%.2f\t-\t%zu\n", ns_list[ni], dbg[di], us,
+                   (size_t)ns_list[ni] * Hkv * hd * 8);
+        }
+        const int zero = 0;
+        CK(cudaMemcpyToSymbol(g_ag_dbg, &zero, sizeof(int)));
+    }
+    fflush(stdout);
+    cudaFree(q); cudaFree(qg); cudaFree(kc); cudaFree(vc); cudaFree(y); cudaFree(part); cudaFree(oq);
+    cudaFree(cnt); cudaFree(pos);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *only = argc > 2 && !strcmp(argv[1], "--shape") ? argv[2] : NULL;
@@ -1165,6 +1220,7 @@ int main(int argc, char **argv)
     }
     if ((!only || !strcmp(only, "ffn")) && bench_ffn(x, xq, st, &fails)) return 1;
     if (only && !strcmp(only, "l2") && bench_l2(x, xq, st)) return 1; /* on request only: ~40 s */
+    if (only && !strcmp(only, "attn") && bench_attn(st)) return 1;    /* on request only */
     printf("# %s\n", fails ? "FAIL: q8 variants disagree" : "q8 variants bit-identical");
     return fails ? 1 : 0;
 }

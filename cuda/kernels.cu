@@ -1938,6 +1938,281 @@ __global__ void attention_split_kernel(const float *q, const float *kc,
     if (threadIdx.x == 0) cnt[h] = 0;
 }
 
+/* The same split attention with one block per (kv head, split) for all G = nh/nkv q-heads that share
+ * the kv head (option attn=gqa): each K and V row of the chunk is read ONCE and used by the G heads,
+ * where attention_split_kernel's G blocks per kv head each read it (at n = 4096 the 27B's 16 layers
+ * read 6 x 34 MB through L2 per layer: ~47 us per layer alone, PERF-NOTES v17). Grid (nkv, ns), ns =
+ * kc_attention_splits(ctx), AG_THREADS threads: with 256 the block's dependent round trips and the
+ * one merging block's arithmetic made it 2-5x slower than attention_split (v17 row 2b).
+ * QK: LP = hd/64 lanes per position (each 16 float4 of the row, all loads in flight at once), 32/LP
+ * positions per warp at a time, the G dots reduced over the LP lanes (one warp_sum per (position,
+ * head) before: 7 us of shuffle chains at n = 16, v17 row 2c). Softmax: warp g
+ * head g. V: lane-group of npg = AG_THREADS/(hd/4) lanes (npg | 32) per column float4: lane pg of the
+ * group accumulates the G heads over positions pg, pg + npg, ..., AG_VU rows in flight, then the
+ * group's sums by xor butterfly (no shared memory). Partials (m, l, o) per q head and split in part
+ * (nh, ns, hd + 2) as attention_split_kernel; the last block of a kv head (ticket cnt[kvh]) merges
+ * its G heads, each thread AG_SU splits of each of its outputs in flight. A split takes at least
+ * AG_CMIN positions, so up to n = AG_CMIN one block per kv head computes the output itself (no
+ * partials, ticket or merge; the merge's arithmetic with one split). Shapes: kc_attention_gqa_ok.
+ * dynamic smem: (G*hd + G*cmax) floats. Out within rounding of the CPU twin (other sums). */
+#define AG_THREADS 512
+#define AG_MAXG 8 /* q heads per kv head */
+#define AG_VU 8   /* V rows per lane in flight */
+#define AG_SU 16  /* merge: splits per output in flight */
+#define AG_CMIN 64 /* positions per split at least: n <= 64 takes one block per kv head and no merge */
+#define AG_MAXP 4 /* merge: outputs per thread (G*hd <= AG_MAXP*AG_THREADS) */
+#ifdef KC_AG_DBG /* bench_gemv only: skip phases of attention_gqa_kernel (1 QK, 2 V, 4 merge loads, 8 all work) */
+__device__ int g_ag_dbg;
+#define AG_SKIP(b) (g_ag_dbg & (b))
+#else
+#define AG_SKIP(b) 0
+#endif
+template <int NQ4>
+__global__ void __launch_bounds__(AG_THREADS, 1) attention_gqa_kernel(const float *q, const float *kc, const float *vc,
+                                                                      const float *gate, int gs,
+                                                                      float *__restrict__ out,
+                                                                      kc_q8blk *__restrict__ oq, int nh, int nkv,
+                                                                      int hd, float scale, const int32_t *pos,
+                                                                      float *__restrict__ part,
+                                                                      unsigned int *__restrict__ cnt, int cmax)
+{
+    kc_pdl_begin();
+    extern __shared__ __align__(16) float agsm[];
+    __shared__ float invg[AG_MAXG], wsg[AG_MAXG][32];
+    __shared__ int last;
+    const int kvh = blockIdx.x, sp = blockIdx.y, ns = gridDim.y, G = nh / nkv;
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    const int n = *pos + 1, cs = (n + ns - 1) / ns, c = cs > AG_CMIN ? cs : AG_CMIN; /* c <= cmax for n <= ctx */
+    const int t0 = sp * c, t1 = n < t0 + c ? n : t0 + c;
+    const int nsu = (n + c - 1) / c; /* splits that hold positions, <= ns <= ATTN_MAX_SPLITS */
+    float *sq = agsm, *sc = agsm + G * hd; /* (G, hd), (G, cmax) */
+    const size_t rs = (size_t)nkv * hd;   /* cache row stride */
+    if (t0 < n && !AG_SKIP(8)) {
+        const float4 *q4 = (const float4 *)(q + (size_t)kvh * G * hd);
+        for (int i = threadIdx.x; i < G * hd / 4; i += blockDim.x) ((float4 *)sq)[i] = q4[i];
+        __syncthreads();
+        /* lane r of the LP lanes of position tb + j holds float4s r, r + LP, ... of its K row (16 each) */
+        constexpr int LP = 2 * NQ4, PPW = 32 / LP, KF = 16;
+        const int j = lane / LP, r = lane % LP;
+        for (int tb = t0 + wid * PPW; tb < t1 && !AG_SKIP(1); tb += nw * PPW) {
+            const int t = tb + j;
+            float4 kr[KF];
+            const float4 *krow = (const float4 *)(kc + (size_t)t * rs + (size_t)kvh * hd);
+#pragma unroll
+            for (int i = 0; i < KF; i++) kr[i] = t < t1 ? krow[r + LP * i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            float sg[AG_MAXG];
+#pragma unroll
+            for (int g = 0; g < AG_MAXG; g++) {
+                sg[g] = 0.0f;
+                if (g >= G) continue;
+                const float4 *qg4 = (const float4 *)(sq + g * hd);
+#pragma unroll
+                for (int i = 0; i < KF; i++) {
+                    const float4 a = qg4[r + LP * i];
+                    sg[g] += a.x * kr[i].x + a.y * kr[i].y + a.z * kr[i].z + a.w * kr[i].w;
+                }
+            }
+#pragma unroll
+            for (int g = 0; g < AG_MAXG; g++) {
+                if (g >= G) break;
+#pragma unroll
+                for (int off = 1; off < LP; off <<= 1) sg[g] += __shfl_xor_sync(0xffffffffu, sg[g], off);
+                if (r == 0 && t < t1) sc[g * cmax + t - t0] = sg[g] * scale;
+            }
+        }
+        __syncthreads();
+        if (wid < G) { /* head wid's softmax over the chunk */
+            const int g = wid;
+            float m = -INFINITY;
+            for (int t = lane; t < t1 - t0; t += 32) m = fmaxf(m, sc[g * cmax + t]);
+#pragma unroll
+            for (int off = 16; off; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+            float sum = 0.0f;
+            for (int t = lane; t < t1 - t0; t += 32) {
+                const float p = expf(sc[g * cmax + t] - m);
+                sc[g * cmax + t] = p;
+                sum += p;
+            }
+            sum = warp_sum(sum);
+            if (lane == 0 && nsu > 1) {
+                float *pp = part + ((size_t)(kvh * G + g) * ns + sp) * (hd + 2);
+                pp[0] = m;
+                pp[1] = sum;
+            }
+            if (lane == 0) invg[g] = 1.0f / sum; /* nsu == 1: the merge's 1/L (L = 1 * l) */
+        }
+        __syncthreads();
+        {
+            const int npg = blockDim.x / (hd / 4), pg = threadIdx.x % npg, col = threadIdx.x / npg;
+            float4 acc[AG_MAXG];
+#pragma unroll
+            for (int g = 0; g < AG_MAXG; g++) acc[g] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            const float *vbase = vc + (size_t)kvh * hd + 4 * col;
+            for (int tb = t0 + pg; tb < t1 && !AG_SKIP(2); tb += npg * AG_VU) {
+                float4 v[AG_VU];
+#pragma unroll
+                for (int u = 0; u < AG_VU; u++)
+                    if (tb + u * npg < t1) v[u] = *(const float4 *)(vbase + (size_t)(tb + u * npg) * rs);
+#pragma unroll
+                for (int u = 0; u < AG_VU; u++) {
+                    const int t = tb + u * npg;
+                    if (t >= t1) break;
+#pragma unroll
+                    for (int g = 0; g < AG_MAXG; g++) {
+                        if (g >= G) break;
+                        const float p = sc[g * cmax + t - t0];
+                        acc[g].x += p * v[u].x;
+                        acc[g].y += p * v[u].y;
+                        acc[g].z += p * v[u].z;
+                        acc[g].w += p * v[u].w;
+                    }
+                }
+            }
+            /* the lane group's sums (every lane of the warp takes part: npg | 32) */
+#pragma unroll
+            for (int g = 0; g < AG_MAXG; g++) {
+                if (g >= G) break;
+                for (int off = 1; off < npg; off <<= 1) {
+                    acc[g].x += __shfl_xor_sync(0xffffffffu, acc[g].x, off);
+                    acc[g].y += __shfl_xor_sync(0xffffffffu, acc[g].y, off);
+                    acc[g].z += __shfl_xor_sync(0xffffffffu, acc[g].z, off);
+                    acc[g].w += __shfl_xor_sync(0xffffffffu, acc[g].w, off);
+                }
+                if (pg == 0 && nsu > 1) {
+                    float *po = part + ((size_t)(kvh * G + g) * ns + sp) * (hd + 2) + 2 + 4 * col;
+                    po[0] = acc[g].x;
+                    po[1] = acc[g].y;
+                    po[2] = acc[g].z;
+                    po[3] = acc[g].w;
+                } else if (pg == 0) { /* the only split: the output itself, as the merge computes it
+                                       * (weight 1, acc * (1/L) * sigmoid(gate)), staged in sq for oq */
+                    const int h = kvh * G + g;
+                    const float a[4] = {acc[g].x, acc[g].y, acc[g].z, acc[g].w};
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int d = 4 * col + e;
+                        const float gv = gate[(size_t)h * gs + d];
+                        const float o = a[e] * invg[g] * (1.0f / (1.0f + expf(-gv)));
+                        out[(size_t)h * hd + d] = o;
+                        sq[g * hd + d] = o;
+                    }
+                }
+            }
+        }
+        if (nsu == 1) {
+            if (oq) {
+                __syncthreads();
+                for (int i = threadIdx.x; i < G * hd; i += blockDim.x) /* warp-uniform: G*hd % 32 == 0 */
+                    q8_quantize_warp(sq[i], oq + ((size_t)kvh * G * hd + i) / 32);
+            }
+            return;
+        }
+    }
+    if (nsu == 1) return; /* an empty split of a one-split step: no partial, no ticket */
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(&cnt[kvh], 1u) == (unsigned)ns - 1;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    /* the merge of the G heads: attention_split_kernel's per head (M exact, L summed over s in order,
+     * each output's sum over s in order) */
+    if (wid < G) {
+        const int g = wid;
+        const float *ph = part + (size_t)(kvh * G + g) * ns * (hd + 2);
+        const float ms = lane < nsu ? __ldcg(ph + (size_t)lane * (hd + 2)) : -INFINITY;
+        const float ls = lane < nsu ? __ldcg(ph + (size_t)lane * (hd + 2) + 1) : 0.0f;
+        float M = ms;
+#pragma unroll
+        for (int off = 16; off; off >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+        const float w = lane < nsu ? expf(ms - M) : 0.0f;
+        wsg[g][lane] = w;
+        float L = 0.0f;
+        for (int s = 0; s < nsu; s++) L += __shfl_sync(0xffffffffu, w, s) * __shfl_sync(0xffffffffu, ls, s);
+        if (lane == 0) invg[g] = 1.0f / L;
+    }
+    __syncthreads();
+    const int nout = G * hd;
+    int og[AG_MAXP];
+    const float *opp[AG_MAXP];
+    float acc[AG_MAXP];
+#pragma unroll
+    for (int k = 0; k < AG_MAXP; k++) { /* output i = threadIdx.x + k*blockDim.x: head og[k], its split-0 value */
+        const int i = threadIdx.x + k * blockDim.x, g = i < nout ? i / hd : 0;
+        og[k] = g;
+        opp[k] = part + (size_t)(kvh * G + g) * ns * (hd + 2) + 2 + (i - g * hd);
+        acc[k] = 0.0f;
+    }
+    for (int s0 = 0; s0 < nsu; s0 += AG_SU) {
+        float pv[AG_MAXP][AG_SU];
+#pragma unroll
+        for (int k = 0; k < AG_MAXP; k++)
+#pragma unroll
+            for (int u = 0; u < AG_SU; u++)
+                pv[k][u] = threadIdx.x + k * blockDim.x < nout && s0 + u < nsu && !AG_SKIP(4)
+                               ? __ldcg(opp[k] + (size_t)(s0 + u) * (hd + 2))
+                               : 0.0f;
+#pragma unroll
+        for (int k = 0; k < AG_MAXP; k++)
+#pragma unroll
+            for (int u = 0; u < AG_SU; u++)
+                if (threadIdx.x + k * blockDim.x < nout && s0 + u < nsu) acc[k] += wsg[og[k]][s0 + u] * pv[k][u];
+    }
+#pragma unroll
+    for (int k = 0; k < AG_MAXP; k++) {
+        const int i = threadIdx.x + k * blockDim.x; /* warp-uniform bound: G*hd % 32 == 0 */
+        if (i >= nout) break;
+        const int h = kvh * G + og[k], d = i - og[k] * hd;
+        const float gv = gate[(size_t)h * gs + d];
+        const float o = acc[k] * invg[og[k]] * (1.0f / (1.0f + expf(-gv)));
+        out[(size_t)h * hd + d] = o;
+        if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
+    }
+    if (threadIdx.x == 0) cnt[kvh] = 0;
+}
+
+/* positions per split at most (n = ctx) */
+static int attention_gqa_cmax(int ctx)
+{
+    const int ns = kc_attention_splits(ctx), c = (ctx + ns - 1) / ns;
+    return c > AG_CMIN ? c : AG_CMIN;
+}
+
+static size_t attention_gqa_smem(int nh, int nkv, int hd, int ctx)
+{
+    const int cmax = attention_gqa_cmax(ctx), G = nh / nkv;
+    return ((size_t)G * hd + (size_t)G * cmax) * sizeof(float);
+}
+
+int kc_attention_gqa_ok(int nh, int nkv, int hd, int ctx)
+{
+    if (ctx < 1 || nkv < 1 || nh % nkv || (hd != 128 && hd != 256 && hd != 512)) return 0;
+    const int G = nh / nkv;
+    return G <= AG_MAXG && G * hd <= AG_MAXP * AG_THREADS && attention_gqa_smem(nh, nkv, hd, ctx) <= 48 * 1024;
+}
+
+cudaError_t kc_attention_gqa(const float *q, const float *kc, const float *vc, const float *gate, int gs, float *out,
+                             kc_q8blk *oq, int nh, int nkv, int hd, int ctx, float scale, const int32_t *pos,
+                             float *part, unsigned int *cnt, cudaStream_t st)
+{
+    if (!kc_attention_gqa_ok(nh, nkv, hd, ctx)) return cudaErrorInvalidValue;
+    const int ns = kc_attention_splits(ctx), cmax = attention_gqa_cmax(ctx);
+    const dim3 grid(nkv, ns);
+    const size_t smem = attention_gqa_smem(nh, nkv, hd, ctx);
+    if (hd == 128)
+        kc_launch(attention_gqa_kernel<1>, grid, AG_THREADS, smem, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd, scale,
+                  pos, part, cnt, cmax);
+    else if (hd == 256)
+        kc_launch(attention_gqa_kernel<2>, grid, AG_THREADS, smem, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd, scale,
+                  pos, part, cnt, cmax);
+    else
+        kc_launch(attention_gqa_kernel<4>, grid, AG_THREADS, smem, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd, scale,
+                  pos, part, cnt, cmax);
+    return cudaGetLastError();
+}
+
 int kc_attention_splits(int ctx)
 {
     const int ns = (ctx + ATTN_MIN_CHUNK - 1) / ATTN_MIN_CHUNK;

@@ -375,6 +375,14 @@ int kc_attention_splits(int ctx);
 cudaError_t kc_attention_split(const float *q, const float *kc, const float *vc, const float *gate, int gs,
                                float *out, kc_q8blk *oq, int nh, int nkv, int hd, int ctx, float scale,
                                const int32_t *pos, float *part, unsigned int *cnt, cudaStream_t st);
+/* kc_attention_split with one block per (kv head, split) for the nh/nkv q-heads sharing it (each K and
+ * V row read once, option attn=gqa): same arguments, partials and tickets (cnt (nkv,) used), out
+ * within rounding of kc_attention. kc_attention_gqa_ok: the shapes it takes (hd 128, 256 or 512,
+ * nh/nkv <= 8 with nh/nkv*hd <= 2048, its shared memory <= 48 KB at this ctx). */
+int kc_attention_gqa_ok(int nh, int nkv, int hd, int ctx);
+cudaError_t kc_attention_gqa(const float *q, const float *kc, const float *vc, const float *gate, int gs, float *out,
+                             kc_q8blk *oq, int nh, int nkv, int hd, int ctx, float scale, const int32_t *pos,
+                             float *part, unsigned int *cnt, cudaStream_t st);
 /* Largest ctx kc_attention serves (shared-memory bound), and the one-time setup
  * (raises the kernel's dynamic shared-memory limit; call before graph capture). */
 int kc_attention_max_ctx(void);

@@ -721,7 +721,12 @@ int kc_layer_step(kc_model *m, int l)
                                       d->rope_dim, d->rope_base, d->eps, &m->ctl->pos, st));
         /* split over positions, the output quantised for wo by the same launch (dot=q8) */
         const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
-        RUN("attention_split", kc_attention_split(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL,
+        if (m->attn_gqa && kc_attention_gqa_ok(d->nh, d->nkv, hd, d->ctx))
+            RUN("attention_gqa", kc_attention_gqa(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh,
+                                                  d->nkv, hd, d->ctx, 1.0f / sqrtf((float)hd), &m->ctl->pos,
+                                                  m->attn_part, m->attn_cnt, st));
+        else
+            RUN("attention_split", kc_attention_split(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL,
                                                   d->nh, d->nkv, hd, d->ctx, 1.0f / sqrtf((float)hd), &m->ctl->pos,
                                                   m->attn_part, m->attn_cnt, st));
         {

@@ -95,6 +95,7 @@ typedef struct kc_model {
     int gemv_early;           /* option gemv_early: kc_mat.early */
     int ffn_fused;            /* option ffn=fused: the FFN of a layer as one kc_ffn_q8 launch */
     int gdn_fused;            /* option gdn=fused: gdn_prep + delta_step_norm_q8 as one kc_gdn_step launch */
+    int attn_gqa;             /* option attn=gqa: kc_attention_gqa where it takes the shape */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */

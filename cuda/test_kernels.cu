@@ -1235,6 +1235,17 @@ static void test_gdn_prep(int kh, int kd, int vh, int vd)
     cudaFree(o2);
 }
 
+/* random attention inputs: q (H, hd) normed-scale, qg (H, 2*hd) [q | gate] with gate (H, hd) its gate
+ * halves, kc, vc (kvn,) caches */
+static void attn_fill(float *q, float *qg, float *gate, float *kc, float *vc, int H, int hd, size_t kvn)
+{
+    fill(q, (size_t)H * hd, -0.3f, 0.3f);
+    fill(qg, (size_t)H * 2 * hd, -3, 3);
+    fill(kc, kvn, -1, 1);
+    fill(vc, kvn, -1, 1);
+    for (int h = 0; h < H; h++) memcpy(gate + (size_t)h * hd, qg + (size_t)h * 2 * hd + hd, hd * 4);
+}
+
 static void test_gdn_small(void)
 {
     {
@@ -1304,11 +1315,7 @@ static void test_gdn_small(void)
         float *q = hnew(H * hd), *qg = hnew(H * 2 * hd), *gate = hnew(H * hd), *kc = hnew(kvn), *vc = hnew(kvn);
         float *ref = hnew(H * hd), *got = hnew(H * hd), *att = hnew(npos);
         int32_t pos = npos - 1, *dpos;
-        fill(q, H * hd, -0.3f, 0.3f);
-        fill(qg, H * 2 * hd, -3, 3);
-        fill(kc, kvn, -1, 1);
-        fill(vc, kvn, -1, 1);
-        for (int h = 0; h < H; h++) memcpy(gate + h * hd, qg + h * 2 * hd + hd, hd * 4);
+        attn_fill(q, qg, gate, kc, vc, H, hd, kvn);
         float *dq = dup_f(q, H * hd), *dqg = dup_f(qg, H * 2 * hd), *dk = dup_f(kc, kvn), *dv = dup_f(vc, kvn);
         float *dy = (float *)dnew(H * hd * 4);
         T_CK(cudaMalloc(&dpos, 4));
@@ -1357,61 +1364,6 @@ static void test_gdn_small(void)
         free(qg); free(k); free(v); free(qw); free(kw); free(a1); free(a2);
         cudaFree(dqg); cudaFree(dk1); cudaFree(dk2); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(daq1);
         cudaFree(daq2); cudaFree(dkc1); cudaFree(dvc1); cudaFree(dkc2); cudaFree(dvc2); cudaFree(dpos);
-    }
-    {
-        /* split attention (the engine's): 1, 37, 700 and 1024 positions in a 1024 cache (4 splits of
-         * 256) vs the CPU twin, twice each (the tickets re-arm), with the q8 output bit-identical to
-         * quantize_q8 of its f32 output */
-        const int H = 24, Hkv = 4, hd = 256, ctx = 1024, ns = kc_attention_splits(ctx);
-        const size_t kvn = (size_t)ctx * Hkv * hd;
-        float *q = hnew(H * hd), *qg = hnew(H * 2 * hd), *gate = hnew(H * hd), *kc = hnew(kvn), *vc = hnew(kvn);
-        float *ref = hnew(H * hd), *got = hnew(H * hd), *att = hnew(ctx);
-        q8_block *rq = (q8_block *)malloc(H * hd / 32 * sizeof *rq);
-        fill(q, H * hd, -0.3f, 0.3f);
-        fill(qg, H * 2 * hd, -3, 3);
-        fill(kc, kvn, -1, 1);
-        fill(vc, kvn, -1, 1);
-        for (int h = 0; h < H; h++) memcpy(gate + h * hd, qg + h * 2 * hd + hd, hd * 4);
-        float *dq = dup_f(q, H * hd), *dqg = dup_f(qg, H * 2 * hd), *dk = dup_f(kc, kvn), *dv = dup_f(vc, kvn);
-        float *dy = (float *)dnew(H * hd * 4), *dpart = (float *)dnew((size_t)H * ns * (hd + 2) * 4);
-        kc_q8blk *doq = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
-        unsigned int *dcnt;
-        int32_t *dpos;
-        T_CK(cudaMalloc(&dcnt, H * sizeof *dcnt));
-        T_CK(cudaMemset(dcnt, 0, H * sizeof *dcnt));
-        T_CK(cudaMalloc(&dpos, 4));
-        const int npos_list[4] = {1, 37, 700, 1024};
-        for (int pi = 0; pi < 4; pi++) {
-            const int npos = npos_list[pi], pos = npos - 1;
-            T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
-            attention(ref, q, gate, kc, vc, H, Hkv, hd, npos, att);
-            double worst = 0;
-            size_t badq = 0;
-            for (int rep = 0; rep < 2; rep++) {
-                poison(dy, H * hd * 4);
-                T_CK(kc_attention_split(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd, ctx, 1.0f / 16.0f,
-                                        dpos, dpart, dcnt, 0));
-                get_f(got, dy, H * hd);
-                const double r = max_rel(got, ref, H * hd);
-                if (r > worst) worst = r;
-                if (rep) {
-                    kc_q8blk *gq = get_q8(doq, H * hd / 32);
-                    quantize_q8(rq, got, H * hd);
-                    badq += n_unequal_blocks(gq, rq, H * hd / 32);
-                    free(gq);
-                }
-            }
-            ok(worst <= 1e-5 && badq == 0,
-               "attention_split GQA 24/4 x256 over %d of %d positions (%d splits) vs CPU twin: max_rel %.3e <= 1e-05; "
-               "q8 output %zu blocks unequal", npos, ctx, ns, worst, badq);
-        }
-        unsigned int hc[24], csum = 0;
-        T_CK(cudaMemcpy(hc, dcnt, sizeof hc, cudaMemcpyDeviceToHost));
-        for (int i = 0; i < H; i++) csum += hc[i];
-        ok(csum == 0, "attention_split leaves its tickets re-armed (sum %u)", csum);
-        free(q); free(qg); free(gate); free(kc); free(vc); free(ref); free(got); free(att); free(rq);
-        cudaFree(dq); cudaFree(dqg); cudaFree(dk); cudaFree(dv); cudaFree(dy); cudaFree(dpart); cudaFree(doq);
-        cudaFree(dcnt); cudaFree(dpos);
     }
     {
         const int n = 248320;
@@ -1676,6 +1628,82 @@ static void test_trace(const char *file)
         api()->close(e);
     }
     free(buf);
+}
+
+/* the two split attentions (one block per q head and split; one per kv head and split, attn=gqa) vs
+ * the CPU twin at H/Hkv heads of hd over 1, 37, 65, 700 and npmax positions of a ctx cache (gqa: one
+ * split without a merge up to 64, then 2 splits, the second with one position), twice each
+ * (the tickets re-arm), the q8 output bit-identical to quantize_q8 of the f32 output */
+static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
+{
+    const int ns = kc_attention_splits(ctx);
+    const size_t kvn = (size_t)ctx * Hkv * hd;
+    float *q = hnew(H * hd), *qg = hnew(H * 2 * hd), *gate = hnew(H * hd), *kc = hnew(kvn), *vc = hnew(kvn);
+    float *ref = hnew(H * hd), *got = hnew(H * hd), *att = hnew(ctx);
+    q8_block *rq = (q8_block *)malloc(H * hd / 32 * sizeof *rq);
+    attn_fill(q, qg, gate, kc, vc, H, hd, kvn);
+    float *dq = dup_f(q, H * hd), *dqg = dup_f(qg, H * 2 * hd), *dk = dup_f(kc, kvn), *dv = dup_f(vc, kvn);
+    float *dy = (float *)dnew(H * hd * 4), *dpart = (float *)dnew((size_t)H * ns * (hd + 2) * 4);
+    kc_q8blk *doq = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
+    unsigned int *dcnt;
+    int32_t *dpos;
+    T_CK(cudaMalloc(&dcnt, H * sizeof *dcnt));
+    T_CK(cudaMemset(dcnt, 0, H * sizeof *dcnt));
+    T_CK(cudaMalloc(&dpos, 4));
+    ok(kc_attention_gqa_ok(H, Hkv, hd, ctx), "attention_gqa takes %d/%d heads x%d at ctx %d", H, Hkv, hd, ctx);
+    const int npos_list[5] = {1, 37, 65, 700, npmax};
+    for (int kind = 0; kind < 2; kind++)
+        for (int pi = 0; pi < 5; pi++) {
+            const int npos = npos_list[pi], pos = npos - 1;
+            T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
+            attention(ref, q, gate, kc, vc, H, Hkv, hd, npos, att);
+            double worst = 0;
+            size_t badq = 0;
+            cudaError_t e = cudaSuccess;
+            for (int rep = 0; rep < 2; rep++) {
+                poison(dy, H * hd * 4);
+                e = kind ? kc_attention_gqa(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd, ctx,
+                                            1.0f / sqrtf((float)hd), dpos, dpart, dcnt, 0)
+                         : kc_attention_split(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd, ctx,
+                                              1.0f / sqrtf((float)hd), dpos, dpart, dcnt, 0);
+                if (e != cudaSuccess) break;
+                get_f(got, dy, H * hd);
+                const double r = max_rel(got, ref, H * hd);
+                if (r > worst) worst = r;
+                if (rep) {
+                    kc_q8blk *gq = get_q8(doq, H * hd / 32);
+                    quantize_q8(rq, got, H * hd);
+                    badq += n_unequal_blocks(gq, rq, H * hd / 32);
+                    free(gq);
+                }
+            }
+            ok(e == cudaSuccess && worst <= 1e-5 && badq == 0,
+               "attention_%s GQA %d/%d x%d over %d of %d positions (%d splits) vs CPU twin: max_rel %.3e <= 1e-05; "
+               "q8 output %zu blocks unequal (%s)", kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
+               cudaGetErrorString(e));
+        }
+    unsigned int hc[64], csum = 0;
+    T_CK(cudaMemcpy(hc, dcnt, H * sizeof *hc, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < H; i++) csum += hc[i];
+    ok(csum == 0, "attention_split and attention_gqa leave their tickets re-armed (sum %u)", csum);
+    free(q); free(qg); free(gate); free(kc); free(vc); free(ref); free(got); free(att); free(rq);
+    cudaFree(dq); cudaFree(dqg); cudaFree(dk); cudaFree(dv); cudaFree(dy); cudaFree(dpart); cudaFree(doq);
+    cudaFree(dcnt); cudaFree(dpos);
+}
+
+/* the shapes attention_gqa refuses (the engine then takes attention_split) */
+static void test_attention_gqa_refuses(void)
+{
+    const int r_hd64 = kc_attention_gqa_ok(4, 1, 64, 512), r_g16 = kc_attention_gqa_ok(32, 2, 256, 512),
+              r_hd384 = kc_attention_gqa_ok(8, 2, 384, 512), r_smem = kc_attention_gqa_ok(24, 4, 256, 65536),
+              r_nh = kc_attention_gqa_ok(10, 4, 256, 512), r_wide = kc_attention_gqa_ok(40, 5, 512, 512);
+    ok(!r_hd64 && !r_g16 && !r_hd384 && !r_smem && !r_nh && !r_wide,
+       "attention_gqa refuses hd 64 (%d), 16 q heads per kv head (%d), hd 384 (%d), a chunk over 48 KB of shared "
+       "memory (%d), nh %% nkv != 0 (%d), 8 heads of 512 per kv head (%d)", r_hd64, r_g16, r_hd384, r_smem, r_nh,
+       r_wide);
+    ok(kc_attention_gqa(NULL, NULL, NULL, NULL, 0, NULL, NULL, 4, 1, 64, 512, 1.0f, NULL, NULL, NULL, 0) ==
+           cudaErrorInvalidValue,
+       "kc_attention_gqa returns cudaErrorInvalidValue for a shape it refuses");
 }
 
 static void test_engine(const char *file, const char *extra /* more options, "" or ",k=v" */)
@@ -1994,6 +2022,12 @@ int main(int argc, char **argv)
     test_delta(16, 48, 128, 128, 64); /* 27B shape: both variants */
     test_delta(4, 4, 32, 48, 16);     /* minivk shape: generic only */
     test_delta(2, 6, 128, 128, 16);   /* mini27 shape */
+    test_attention_gqa(24, 4, 256, 4608, 4096); /* 27B shape, the perf suite's cache */
+    test_attention_gqa(16, 4, 256, 1024, 1024); /* 9B */
+    test_attention_gqa(8, 2, 256, 1024, 1024);  /* 2B */
+    test_attention_gqa(16, 2, 128, 1024, 1000); /* 8 q heads per kv head, hd 128 */
+    test_attention_gqa(8, 2, 512, 1024, 1024);  /* hd 512 */
+    test_attention_gqa_refuses();
     test_engine("mini27-f32.gguf", "");
     test_engine("mini27-q4_0.gguf", "");           /* dot=q8: the integer-dot GEMVs */
     test_engine("mini27-q4_0.gguf", ",dot=f32");   /* the exact-activation q4_0 GEMVs */

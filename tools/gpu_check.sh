@@ -190,6 +190,7 @@ run_checks() {
     same_bits "$wide" "norm_tail=0" "norm_tail=1" || all=1
     same_bits "$wide" "norm_tail=1" "norm_tail=1,pdl=0" || all=1
     same_bits "$wide" "norm_tail=1" "norm_tail=1,q8t_xs=1" || all=1
+    same_bits "$wide" "attn=gqa" "attn=gqa,pdl=0" || all=1
     note "- CPU vs CUDA, both dot=f32"
     timeout 300 "$B/engine_diff" --a "$E/libkestrel-cpu.so" --b "$E/libkestrel-cuda.so" --a-options dot=f32 \
         --b-options dot=f32 --model "$wide" --tokens "$toks" --greedy 8 --tol 1e-3 >> "$REPORT" 2>&1 || all=1
@@ -198,7 +199,7 @@ run_checks() {
 
     # The 27B's GDN layers have 3 v-heads per k-head: gdn=fused runs them as clusters of 3 blocks that
     # share the q/k history (a cluster barrier before rank 0 advances it) - a race shows only there
-    section "engine_diff on a 27B-wide model (4 layers): gdn=fused, q8gemv=xs and tma variants vs the default, vs themselves and vs pdl=0 bit for bit"
+    section "engine_diff on a 27B-wide model (4 layers): gdn=fused, q8gemv=xs and tma variants vs the default, vs themselves and vs pdl=0 bit for bit; attn=gqa"
     all=0
     local w27=/tmp/gpu-check-27b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-27b --type q4_0 --seed 5 --layers 4 --vocab 4096 -o "$w27" >> "$REPORT" 2>&1 || all=1
@@ -216,6 +217,14 @@ run_checks() {
     same_bits "$w27" "norm_tail=0" "norm_tail=1" || all=1
     same_bits "$w27" "norm_tail=1" "norm_tail=1,pdl=0" || all=1
     same_bits "$w27" "norm_tail=1,gdn=fused" "gdn=fused" || all=1
+    note "- attn=gqa (one attention block per kv head) vs itself with pdl=0 and graph=0 bit for bit; vs attn=split (other sums): dot=f32 tol 1e-3 greedy 16, dot=q8 as the CPU-vs-CUDA q8 pairs"
+    same_bits "$w27" "attn=gqa" "attn=gqa,pdl=0" || all=1
+    same_bits "$w27" "attn=gqa" "attn=gqa,graph=0" || all=1
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split,dot=f32 \
+        --b-options attn=gqa,dot=f32 --model "$w27" --tokens "$toks" --greedy 16 --tol 1e-3 >> "$REPORT" 2>&1 || all=1
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split \
+        --b-options attn=gqa --model "$w27" --tokens "$toks" --greedy 0 --tol 0.1 --median-tol 0.05 --argmax-min 0.75 \
+        >> "$REPORT" 2>&1 || all=1
     verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma" $all
     rm -f "$w27"
 
