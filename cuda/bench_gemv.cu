@@ -243,11 +243,63 @@ static int time_and_check(const shape *s, mats *M, const char *label, const floa
     return 0;
 }
 
-/* The FFN of a 27B layer (gate/up 17408 x 5120, down 5120 x 17408: 150 MB) three ways, each with
- * PDL (as in the engine's graph) and without: the launches the engine makes by default (x-stationary
- * SwiGLU, quantize_q8, streaming down with the residual add), the same with the down projection on
- * matvec_q8xs_kernel, and the fused persistent kernel (kc_ffn_q8). The three results are compared
- * bit for bit. */
+/* One FFN (copy 0) right after another (copy 1) under PDL, with the TMA kernels' per-block timeline
+ * (KC_Q8T_DBG): for the gate/up records (the SwiGLU kernel, or the ring FFN's first phase) and the
+ * down records (the down kernel, or the ring's second phase), each field's [min, median, max] over
+ * the blocks in us from copy 0's first block entry. Ring: gate/up = (entry, dependency wait passed,
+ * gate/up stages done, grid barrier passed); down = (quantisation done, -, -, end). Split: gate/up =
+ * (entry, wait, wait, end after the quantisation); down = (entry, wait, first stage landed, end). */
+template <typename F>
+static int ffn_timeline(const char *name, F run, const void *gw, const void *dw, cudaStream_t st)
+{
+    q8t_dbg_rec *drec;
+    const unsigned dcap = 4096, zero = 0;
+    CK(cudaMalloc(&drec, dcap * sizeof *drec));
+    CK(cudaMemcpyToSymbol(g_q8t_dbg, &drec, sizeof drec));
+    CK(cudaMemcpyToSymbol(g_q8t_dbg_cap, &dcap, sizeof dcap));
+    CK(cudaMemcpyToSymbol(g_q8t_dbg_n, &zero, sizeof zero));
+    kc_set_pdl(1);
+    CK(run(1));
+    CK(run(0));
+    kc_set_pdl(0);
+    CK(cudaStreamSynchronize(st));
+    unsigned n = 0;
+    CK(cudaMemcpyFromSymbol(&n, g_q8t_dbg_n, sizeof n));
+    if (n > dcap) n = dcap;
+    std::vector<q8t_dbg_rec> rec(n);
+    CK(cudaMemcpy(rec.data(), drec, n * sizeof *drec, cudaMemcpyDeviceToHost));
+    q8t_dbg_rec *null = NULL;
+    CK(cudaMemcpyToSymbol(g_q8t_dbg, &null, sizeof null));
+    cudaFree(drec);
+    unsigned long long T0 = ~0ull;
+    for (auto &r : rec)
+        if (r.w == gw) T0 = std::min(T0, r.t_entry);
+    const char *what[2] = {"gate/up", "down"};
+    const void *ws[2] = {gw, dw};
+    for (int k = 0; k < 2; k++) {
+        std::vector<double> f[4];
+        for (auto &r : rec) {
+            if (r.w != ws[k]) continue;
+            const unsigned long long t[4] = {r.t_entry, r.t_wait, r.t_first, r.t_end};
+            for (int j = 0; j < 4; j++) f[j].push_back(((double)t[j] - (double)T0) / 1e3);
+        }
+        if (f[0].empty()) continue;
+        printf("# timeline %s %s (%zu blocks, us: min/median/max):", name, what[k], f[0].size());
+        for (int j = 0; j < 4; j++) {
+            std::sort(f[j].begin(), f[j].end());
+            printf(" [%.2f %.2f %.2f]", f[j].front(), f[j][f[j].size() / 2], f[j].back());
+        }
+        printf("\n");
+    }
+    return 0;
+}
+
+/* The FFN of a 27B layer (gate/up 17408 x 5120, down 5120 x 17408: 150 MB) six ways, each with
+ * PDL (as in the engine's graph) and without: x-stationary SwiGLU, quantize_q8, streaming down with
+ * the residual add; the same with the down projection on matvec_q8xs_kernel; the fused persistent
+ * kernel (kc_ffn_q8); the engine's default launches (q8gemv=tma: the TMA SwiGLU quantising its
+ * output, the TMA down projection); the FFN through one ring (kc_ffn_ring, ffn=ring) with 16 and
+ * with 8 consumer warps. The six results are compared bit for bit. */
 static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
 {
     const int D = 5120, F = 17408;
@@ -264,20 +316,33 @@ static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
     }
     float *ff, *y;
     kc_q8blk *ffq;
-    unsigned int *bar;
+    unsigned int *bar, *cnt;
     CK(cudaMalloc(&ff, F * 4));
     CK(cudaMalloc(&y, D * 4));
     CK(cudaMalloc(&ffq, F / 32 * sizeof(kc_q8blk)));
     CK(cudaMalloc(&bar, 8));
     CK(cudaMemset(bar, 0, 8));
+    CK(cudaMalloc(&cnt, F / 32 * sizeof(unsigned int)));
+    CK(cudaMemset(cnt, 0, F / 32 * sizeof(unsigned int)));
     CK(kc_quantize_q8(x, D, xq, st));
     CK(cudaDeviceSynchronize());
-    const char *names[3] = {"ffn_split(swiglu_xs+quantize+down_stream)", "ffn_split(swiglu_xs+quantize+down_xs)",
-                            "ffn_fused"};
-    std::vector<float> out[3];
-    for (int v = 0; v < 3; v++) {
+    const char *names[6] = {"ffn_split(swiglu_xs+quantize+down_stream)", "ffn_split(swiglu_xs+quantize+down_xs)",
+                            "ffn_fused", "ffn_split(swiglu_tma_quantising+down_tma)", "ffn_ring16", "ffn_ring8"};
+    std::vector<float> out[6];
+    for (int v = 0; v < 6; v++) {
+        kc_set_ffn_ring_warps(v == 5 ? 8 : 16);
         auto run = [&](int c) -> cudaError_t {
             if (v == 2) return kc_ffn_q8(&g[c], &u[c], &dn[c], xq, ff, ffq, y, bar, st);
+            if (v >= 3) {
+                kc_mat gt = g[c], ut = u[c], dt = dn[c];
+                gt.q8kind = ut.q8kind = dt.q8kind = 2;
+                if (v >= 4) return kc_ffn_ring(&gt, &ut, &dt, xq, ff, ffq, cnt, bar, y, st);
+                const kc_mat *one[1] = {&dt};
+                float *Y[1] = {y};
+                cudaError_t e = kc_matvec_swiglu_q8(&gt, &ut, xq, ff, ffq, cnt, st);
+                if (e == cudaSuccess) e = kc_matvec_q8(one, Y, 1, ffq, 1, st);
+                return e;
+            }
             cudaError_t e = kc_matvec_swiglu_q8(&g[c], &u[c], xq, ff, NULL, NULL, st);
             if (e == cudaSuccess) e = kc_quantize_q8(ff, F, ffq, st);
             kc_mat d = dn[c];
@@ -303,6 +368,7 @@ static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
             printf("# MISMATCH ffn %s vs %s\n", names[v], names[0]);
             (*fails)++;
         }
+        if (v >= 3 && ffn_timeline(names[v], run, g[0].data, dn[0].data, st)) return 1;
     }
     /* the streaming read of the same bytes' worth (the quants of the three matrices, copy by copy) */
     {
@@ -325,7 +391,7 @@ static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
         cudaFree(u[c].data); cudaFree(u[c].d);
         cudaFree(dn[c].data); cudaFree(dn[c].d);
     }
-    cudaFree(ff); cudaFree(y); cudaFree(ffq); cudaFree(bar);
+    cudaFree(ff); cudaFree(y); cudaFree(ffq); cudaFree(bar); cudaFree(cnt);
     fflush(stdout);
     return 0;
 }

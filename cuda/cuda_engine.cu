@@ -125,7 +125,7 @@ static const choice_opt k_choices[] = {
     {"gemv", {"reg", "pipe"}, {0, 1}, offsetof(kc_opts, gemv_kind)},
     {"q8gemv", {"xs", "stream", "tma"}, {0, 1, 2}, offsetof(kc_opts, q8kind)},
     {"q8wide", {"stream", "nc", "smem", "xs"}, {0, 1, 2, 3}, offsetof(kc_opts, q8wide)},
-    {"ffn", {"split", "fused"}, {0, 1}, offsetof(kc_opts, ffn_fused)},
+    {"ffn", {"split", "fused", "ring"}, {0, 1, 2}, offsetof(kc_opts, ffn_fused)},
     {"gdn", {"split", "fused"}, {0, 1}, offsetof(kc_opts, gdn_fused)},
     {"attn", {"split", "gqa"}, {0, 1}, offsetof(kc_opts, attn_gqa)},
     {"dot", {"q8", "f32"}, {1, 0}, offsetof(kc_opts, dot_q8)},

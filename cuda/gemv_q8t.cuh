@@ -42,9 +42,10 @@ __device__ __forceinline__ unsigned long long q8t_now(void)
     return t;
 }
 #define Q8T_T(v) unsigned long long v = threadIdx.x == 0 ? q8t_now() : 0ull
-#define Q8T_REC(w_, a, b, c)                                                                      \
+#define Q8T_REC(w_, a, b, c) Q8T_REC_N(w_, a, b, c, Q8M_WARPS)
+#define Q8T_REC_N(w_, a, b, c, nw)                                                                \
     do {                                                                                          \
-        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS));                                   \
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * (nw)));                                        \
         if (threadIdx.x == 0 && g_q8t_dbg) {                                                      \
             const unsigned i_ = atomicAdd(&g_q8t_dbg_n, 1u);                                      \
             if (i_ < g_q8t_dbg_cap) {                                                             \
@@ -96,12 +97,12 @@ __device__ __forceinline__ void bulk_g2s(uint32_t dst, const void *src, uint32_t
 }
 
 /* The ring: ns stages of `stage` bytes after the barriers. Thread 0 initialises; all threads sync. */
-__device__ __forceinline__ void q8t_ring_init(unsigned char *smem, int ns)
+__device__ __forceinline__ void q8t_ring_init(unsigned char *smem, int ns, unsigned consumers = Q8M_WARPS)
 {
     if (threadIdx.x == 0) {
         for (int i = 0; i < ns; i++) {
             mbar_init(smem_addr(smem + 8 * i), 1);                                /* full: the producer */
-            mbar_init(smem_addr(smem + 8 * (Q8T_MAX_STAGES + i)), Q8M_WARPS);    /* empty: each consumer warp */
+            mbar_init(smem_addr(smem + 8 * (Q8T_MAX_STAGES + i)), consumers);    /* empty: each consumer warp */
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -151,13 +152,14 @@ __device__ __forceinline__ float q8t_dot(const unsigned char *stage, int nb, int
     return warp_sum(acc);
 }
 
-/* the same with x from shared memory (xs (nb,) blocks): XS kernels, fewer registers */
+/* the same with x from shared memory (xs (nb,) blocks): XS kernels, fewer registers; rps rows per
+ * stage (the scales after rps rows of quants) */
 __device__ __forceinline__ float q8t_dot_xs(const unsigned char *stage, int nb, int j, int nbl,
-                                            const kc_q8blk *xs)
+                                            const kc_q8blk *xs, int rps = Q8T_ROWS)
 {
     const int lane = threadIdx.x & 31;
     const uint4 *q = (const uint4 *)(stage + (size_t)j * nb * 16);
-    const __half *d = (const __half *)(stage + (size_t)Q8T_ROWS * nb * 16 + (size_t)j * nb * 2);
+    const __half *d = (const __half *)(stage + (size_t)rps * nb * 16 + (size_t)j * nb * 2);
     float acc = 0.0f;
     for (int k = 0; k < nbl; k++) {
         const int b = lane + 32 * k;
@@ -410,6 +412,34 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? 3 : 2) matvec_q8t_kernel(con
     if (tail.x) q8t_tail_norm(tail, tcnt, ring);
 }
 
+/* The SwiGLU output's q8 groups of a block's stages [u0, u1) (rows u0*Q8T_ROWS .. of `rows`), once every
+ * row of the block is written (y global, ys (the block's rows) shared): a group inside the block from
+ * ys; a group shared with a neighbour block counted into cnt[group] after a fence, and quantised from
+ * global memory by the block that completes it, which re-arms the counter. Consumer warps only. */
+__device__ __forceinline__ void swiglu_q8t_quantise(const float *y, kc_q8blk *yq, unsigned int *cnt, const float *ys,
+                                                    int u0, int u1, int rows)
+{
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int rlo = u0 * Q8T_ROWS, rhi = u1 * Q8T_ROWS < rows ? u1 * Q8T_ROWS : rows;
+    for (int grp = rlo / 32 + warp; grp <= (rhi - 1) / 32; grp += Q8M_WARPS) {
+        const int lo = grp * 32 > rlo ? grp * 32 : rlo, hi = grp * 32 + 32 < rhi ? grp * 32 + 32 : rhi;
+        if (hi - lo == 32) { /* the block's own group */
+            q8_quantize_warp(ys[grp * 32 + lane - rlo], yq + grp);
+            continue;
+        }
+        int last = 0;
+        if (lane == 0) {
+            __threadfence(); /* the block's rows of the group (the barrier before) visible before it counts */
+            last = atomicAdd(&cnt[grp], (unsigned)(hi - lo)) + (unsigned)(hi - lo) == 32u;
+        }
+        if (__shfl_sync(0xffffffffu, last, 0)) {
+            __threadfence();
+            q8_quantize_warp(__ldcg(&y[grp * 32 + lane]), yq + grp);
+            if (lane == 0) cnt[grp] = 0;
+        }
+    }
+}
+
 /* y (G.rows,) = silu(G . x) * (U . x): a stage holds Q8T_ROWS gate rows then the same up rows
  * (quants of both, then scales of both); warp j takes pair j. Same bits as matvec_swiglu_q8x_kernel.
  * yq != NULL (G.rows % 32 == 0): y also quantised into yq (G.rows/32,) for the down projection, by
@@ -426,6 +456,7 @@ __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const
                                                                             unsigned int *cnt, int ns, const kc_rmsq nm)
 {
     extern __shared__ __align__(128) unsigned char q8t_smem[];
+    Q8T_T(t_entry);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, nb = G.cols / 32;
     const size_t half_bytes = (size_t)Q8T_ROWS * nb * 18, stage_bytes = 2 * half_bytes;
     int u0, u1;
@@ -455,6 +486,7 @@ __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const
         return;
     }
     kc_pdl_begin();
+    Q8T_T(t_wait);
     int4 xa[NBL], xb[NBL];
     float xd[NBL];
     int xs[NBL];
@@ -483,24 +515,170 @@ __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const
     }
     if (!yq || u0 >= u1) return;
     asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* every row of the block written */
-    const int rlo = u0 * Q8T_ROWS, rhi = u1 * Q8T_ROWS < G.rows ? u1 * Q8T_ROWS : G.rows;
-    for (int grp = rlo / 32 + warp; grp <= (rhi - 1) / 32; grp += Q8M_WARPS) {
-        const int lo = grp * 32 > rlo ? grp * 32 : rlo, hi = grp * 32 + 32 < rhi ? grp * 32 + 32 : rhi;
-        if (hi - lo == 32) { /* the block's own group */
-            q8_quantize_warp(ys[grp * 32 + lane - rlo], yq + grp);
-            continue;
-        }
-        int last = 0;
-        if (lane == 0) {
-            __threadfence(); /* the block's rows of the group (the barrier above) visible before it counts */
-            last = atomicAdd(&cnt[grp], (unsigned)(hi - lo)) + (unsigned)(hi - lo) == 32u;
-        }
-        if (__shfl_sync(0xffffffffu, last, 0)) {
+    swiglu_q8t_quantise(y, yq, cnt, ys, u0, u1, G.rows);
+    Q8T_REC(G.data, t_entry, t_wait, t_wait);
+}
+
+/* ---- the FFN through ONE ring (option ffn=ring, PERF-NOTES v18) ----
+ * normed x -> SwiGLU (quantised by the blocks, as matvec_swiglu_q8t_kernel) -> grid barrier -> down +
+ * residual (as matvec_q8t_kernel<., 1>), one launch. Why: the two launches pay a dependent kernel
+ * boundary, and the down projection's weights start to stream only when its blocks become resident,
+ * i.e. as the SwiGLU's blocks exit (v15 row 1b); the knockouts (v17) put the SwiGLU 0.31 ms and the
+ * down projection 0.29 ms above their bytes' floor. Here each block (one per SM) has one producer
+ * warp that walks its gate/up stages and then its down stages through one ring of `ns` slots, bounded
+ * only by the slots: the down projection's first slots fill while the SwiGLU's last stages, the
+ * quantisation and the grid barrier run. Unlike ffn=fused (v13: each warp's first down row in
+ * registers, one in flight), the ring keeps ns x slot bytes per SM in flight through the barrier.
+ * NCW consumer warps (8 or 16: kc_set_ffn_ring_warps). Stages: gate/up 8 row pairs
+ * (matvec_swiglu_q8t_kernel's layout), warp w takes pair w % 8 of every (NCW/8)-th stage; down `dr`
+ * rows (quants then scales, dr in 8/4/2/1, dr * its row bytes <= a gate/up stage), warp w takes row
+ * w % dr of every (NCW/dr)-th stage; so the warps work on several stages at once (the two-launch
+ * path has 2 blocks of 8 consumer warps per SM for the SwiGLU). Every consumer warp waits for and
+ * releases every stage. Same arithmetic as the two launches and quantize_q8: the same
+ * bits. The grid barrier needs every block resident: the grid is one block per SM (the slots take
+ * the SM's shared memory); with pdl=0 it is launched cooperatively; with PDL the dependents launch
+ * only once every block of this grid has started (griddepcontrol.launch_dependents in each), so no
+ * later kernel can hold an SM this grid still needs. Measured slower than the two launches (PERF-NOTES
+ * v18): an option. */
+typedef struct kc_ffr_job {
+    kc_mat G, Up, Dn;   /* gate, up (F, D); down (D, F) */
+    const kc_q8blk *xq; /* (D/32,) the normed input, quantised (rmsnorm_q8) */
+    float *ff;          /* (F,) SwiGLU output */
+    kc_q8blk *ffq;      /* (F/32,) ff quantised */
+    unsigned int *cnt;  /* (F/32,) tickets of the q8 groups two blocks share (zero between launches) */
+    unsigned int *bar;  /* (2,) grid barrier: arrivals, generation */
+    float *y;           /* (D,) residual stream: y += Dn . ffq */
+    int ns, dr;         /* ring slots; down rows per stage */
+    int slot;           /* bytes per slot */
+} kc_ffr_job;
+
+/* kc_grid_barrier for the consumer warps only (the producer warp may still be issuing copies):
+ * named barrier 1 of 32 * NCW threads around thread 0's generation wait */
+template <int NCW>
+__device__ __forceinline__ void ffr_grid_barrier(unsigned int *bar)
+{
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * NCW) : "memory");
+    if (threadIdx.x == 0) {
+        unsigned int gen, now;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + 1) : "memory");
+        __threadfence(); /* the block's writes before its arrival */
+        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+            atomicExch(bar, 0u);
             __threadfence();
-            q8_quantize_warp(__ldcg(&y[grp * 32 + lane]), yq + grp);
-            if (lane == 0) cnt[grp] = 0;
+            atomicAdd(bar + 1, 1u);
+        } else {
+            do {
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(bar + 1) : "memory");
+            } while (now == gen);
+        }
+        __threadfence();
+    }
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * NCW) : "memory");
+}
+
+/* dynamic shared memory: Q8T_BAR_BYTES + ns * slot, then ffq (F/32 blocks), then the block's SwiGLU
+ * rows (units per block * Q8T_ROWS floats) */
+#ifdef KC_Q8T_DBG /* bench_gemv: the ring FFN's timeline, two records per block (Q8T_REC with NCW warps) */
+#define FFR_REC(w_, a, b, c) Q8T_REC_N(w_, a, b, c, NCW)
+#else
+#define FFR_REC(w_, a, b, c) Q8T_REC(w_, a, b, c)
+#endif
+template <int NBL, int NCW>
+__global__ void __launch_bounds__(32 * (NCW + 1), 1) ffn_ring_kernel(const kc_ffr_job job)
+{
+    extern __shared__ __align__(128) unsigned char q8t_smem[];
+    Q8T_T(t_entry);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const kc_mat &G = job.G, &Up = job.Up, &Dn = job.Dn;
+    const int nb1 = G.cols / 32, nb2 = Dn.cols / 32, F = G.rows, D = Dn.rows, ns = job.ns, dr = job.dr;
+    const size_t half_bytes = (size_t)Q8T_ROWS * nb1 * 18;
+    int u0, u1, v0, v1;
+    q8t_share((F + Q8T_ROWS - 1) / Q8T_ROWS, u0, u1);
+    q8t_share((D + dr - 1) / dr, v0, v1);
+    unsigned char *ring = q8t_smem + Q8T_BAR_BYTES;
+    kc_q8blk *xsm = (kc_q8blk *)(ring + (size_t)ns * job.slot); /* ffq, (nb2,) */
+    float *ys = (float *)(xsm + nb2);                           /* row u0*Q8T_ROWS + i at ys[i] */
+    q8t_ring_init(q8t_smem, ns, NCW);
+    if (warp == NCW) { /* the producer: gate/up stages, then down stages, as slots free */
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+        if (lane == 0) {
+            const int n1 = u1 - u0, n = n1 + (v1 - v0);
+            for (int q = 0; q < n; q++) {
+                const int s = q % ns, lap = q / ns;
+                if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
+                const uint32_t bar = smem_addr(q8t_smem + 8 * s);
+                unsigned char *st = ring + (size_t)s * job.slot;
+                if (q < n1) {
+                    const int r0 = (u0 + q) * Q8T_ROWS, k = r0 + Q8T_ROWS < F ? Q8T_ROWS : F - r0;
+                    mbar_expect_tx(bar, 2u * (uint32_t)k * (uint32_t)nb1 * 18u);
+                    bulk_g2s(smem_addr(st), (const unsigned char *)G.data + (size_t)r0 * nb1 * 16, (uint32_t)k * nb1 * 16,
+                             bar);
+                    bulk_g2s(smem_addr(st + (size_t)Q8T_ROWS * nb1 * 16), G.d + (size_t)r0 * nb1, (uint32_t)k * nb1 * 2, bar);
+                    bulk_g2s(smem_addr(st + half_bytes), (const unsigned char *)Up.data + (size_t)r0 * nb1 * 16,
+                             (uint32_t)k * nb1 * 16, bar);
+                    bulk_g2s(smem_addr(st + half_bytes + (size_t)Q8T_ROWS * nb1 * 16), Up.d + (size_t)r0 * nb1,
+                             (uint32_t)k * nb1 * 2, bar);
+                } else {
+                    const int r0 = (v0 + q - n1) * dr, k = r0 + dr < D ? dr : D - r0;
+                    mbar_expect_tx(bar, (uint32_t)k * (uint32_t)nb2 * 18u);
+                    bulk_g2s(smem_addr(st), (const unsigned char *)Dn.data + (size_t)r0 * nb2 * 16, (uint32_t)k * nb2 * 16,
+                             bar);
+                    bulk_g2s(smem_addr(st + (size_t)dr * nb2 * 16), Dn.d + (size_t)r0 * nb2, (uint32_t)k * nb2 * 2, bar);
+                }
+            }
+        }
+        return;
+    }
+    kc_pdl_begin();
+    Q8T_T(t_wait);
+    { /* (1) ff = silu(G.x) * (U.x), matvec_swiglu_q8t_kernel's loop */
+        int4 xa[NBL], xb[NBL];
+        float xd[NBL];
+        int xs[NBL];
+        q8x_load_x<NBL>(job.xq, nb1, xa, xb, xd, xs);
+        const int j = warp % Q8T_ROWS;
+        for (int u = u0; u < u1; u++) {
+            const int q = u - u0, s = q % ns;
+            mbar_wait(smem_addr(q8t_smem + 8 * s), (q / ns) & 1);
+            const int r = u * Q8T_ROWS + j;
+            if (q % (NCW / Q8T_ROWS) == warp / Q8T_ROWS && r < F) {
+                const unsigned char *st = ring + (size_t)s * job.slot;
+                const float g = q8t_dot<NBL>(st, nb1, j, xa, xb, xd, xs);
+                const float up = q8t_dot<NBL>(st + half_bytes, nb1, j, xa, xb, xd, xs);
+                if (lane == 0) {
+                    const float v = g / (1.0f + expf(-g)) * up;
+                    job.ff[r] = v;
+                    ys[r - u0 * Q8T_ROWS] = v;
+                }
+            }
+            __syncwarp();
+            if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
         }
     }
+    Q8T_T(t_gu);
+    if (u0 < u1) { /* (2) the block's q8 groups, by its first 8 warps */
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * NCW) : "memory");
+        if (warp < Q8M_WARPS) swiglu_q8t_quantise(job.ff, job.ffq, job.cnt, ys, u0, u1, F);
+    }
+    Q8T_T(t_q);
+    ffr_grid_barrier<NCW>(job.bar); /* every group of ffq written */
+    FFR_REC(G.data, t_entry, t_wait, t_gu); /* its end: the barrier passed */
+    for (int i = threadIdx.x; i < nb2 * 3; i += 32 * NCW) ((int4 *)xsm)[i] = __ldcg((const int4 *)job.ffq + i);
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * NCW) : "memory");
+    /* (3) y += Dn . ffq: warp w takes row w % dr of the stages v with (v - v0) % (NCW/dr) == w / dr */
+    const int per = NCW / dr, n1 = u1 - u0;
+    for (int v = v0; v < v1; v++) {
+        const int q = n1 + v - v0, s = q % ns;
+        mbar_wait(smem_addr(q8t_smem + 8 * s), (q / ns) & 1);
+        const int r = v * dr + warp % dr;
+        if ((v - v0) % per == warp / dr && r < D) {
+            const float sum = q8t_dot_xs(ring + (size_t)s * job.slot, nb2, warp % dr, (nb2 + 31) / 32, xsm, dr);
+            if (lane == 0) job.y[r] = job.y[r] + sum;
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
+    }
+    FFR_REC(Dn.data, t_q, t_q, t_q); /* the quantisation done, then the down phase's end */
 }
 
 #endif

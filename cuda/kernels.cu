@@ -1244,6 +1244,94 @@ cudaError_t kc_ffn_q8(const kc_mat *G, const kc_mat *U, const kc_mat *Dn, const 
     return cudaGetLastError();
 }
 
+/* ---- the FFN through one ring (ffn_ring_kernel, option ffn=ring) ---- */
+/* its plan for these matrices: down rows per stage, slot bytes, slots, shared memory; 0 when it
+ * cannot take them (then the engine runs the two launches) */
+static int ffr_plan(const kc_mat *G, const kc_mat *U, const kc_mat *Dn, int *dr, int *slot, int *ns, size_t *smem)
+{
+    if (G->type != GGML_Q4_0 || U->type != GGML_Q4_0 || Dn->type != GGML_Q4_0 || G->layout || U->layout || Dn->layout ||
+        G->rows != U->rows || G->cols != U->cols || Dn->cols != G->rows || Dn->rows != G->cols || G->rows % 32 ||
+        !q8x_nbl(G) || q8x_nbl(G) > 6 || !q8t_aligned(G) || !q8t_aligned(U) || !q8t_aligned(Dn) || Dn->cols / 32 > 1024)
+        return 0;
+    if (!g_q8t_sms && q8t_setup() != cudaSuccess) return 0;
+    const int nb1 = G->cols / 32, nb2 = Dn->cols / 32;
+    const size_t gu = (size_t)2 * Q8T_ROWS * nb1 * 18, row2 = (size_t)nb2 * 18;
+    int r = Q8T_ROWS;
+    while (r > 1 && r * row2 > gu) r /= 2;
+    const size_t sl = gu > r * row2 ? gu : r * row2;
+    const int units = (G->rows + Q8T_ROWS - 1) / Q8T_ROWS, per = (units + g_q8t_sms - 1) / g_q8t_sms;
+    const size_t fixed = Q8T_BAR_BYTES + (size_t)nb2 * sizeof(kc_q8blk) + (size_t)per * Q8T_ROWS * sizeof(float);
+    const size_t max = 227 * 1024;
+    int n = max > fixed ? (int)((max - fixed) / sl) : 0;
+    if (n > Q8T_MAX_STAGES) n = Q8T_MAX_STAGES;
+    if (n < 2) return 0;
+    *dr = r;
+    *slot = (int)sl;
+    *ns = n;
+    *smem = fixed + (size_t)n * sl;
+    return 1;
+}
+
+int kc_ffn_ring_supported(const kc_mat *G, const kc_mat *U, const kc_mat *Dn)
+{
+    int dr, slot, ns;
+    size_t smem;
+    return ffr_plan(G, U, Dn, &dr, &slot, &ns, &smem);
+}
+
+static int g_ffr_warps = 16; /* consumer warps of ffn_ring_kernel: kc_set_ffn_ring_warps */
+void kc_set_ffn_ring_warps(int n) { g_ffr_warps = n == 8 ? 8 : 16; }
+
+template <int NBL, int NCW>
+static cudaError_t ffr_launch(const kc_ffr_job &job, size_t smem, cudaStream_t st)
+{
+    static int ready; /* once per instantiation: the shared memory attribute, and one block per SM fits */
+    if (!ready) {
+        cudaError_t e = cudaFuncSetAttribute(ffn_ring_kernel<NBL, NCW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             227 * 1024);
+        int a = 0;
+        if (e == cudaSuccess)
+            e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, ffn_ring_kernel<NBL, NCW>, 32 * (NCW + 1), 227 * 1024);
+        if (e != cudaSuccess) return e;
+        if (a < 1) return cudaErrorInvalidConfiguration;
+        ready = 1;
+    }
+    /* every block resident (the grid barrier): cooperative without PDL; with PDL see ffn_ring_kernel */
+    kc_launch_cluster(ffn_ring_kernel<NBL, NCW>, g_q8t_sms, 32 * (NCW + 1), smem, g_pdl ? 1 : -1, st, job);
+    return cudaGetLastError();
+}
+
+template <int NBL>
+static cudaError_t ffr_launch(const kc_ffr_job &job, size_t smem, cudaStream_t st)
+{
+    return g_ffr_warps == 8 ? ffr_launch<NBL, 8>(job, smem, st) : ffr_launch<NBL, 16>(job, smem, st);
+}
+
+cudaError_t kc_ffn_ring(const kc_mat *G, const kc_mat *U, const kc_mat *Dn, const kc_q8blk *xq, float *ff,
+                        kc_q8blk *ffq, unsigned int *cnt, unsigned int *bar, float *y, cudaStream_t st)
+{
+    kc_ffr_job job;
+    size_t smem;
+    if (!cnt || !bar || !ffr_plan(G, U, Dn, &job.dr, &job.slot, &job.ns, &smem)) return cudaErrorInvalidValue;
+    job.G = *G;
+    job.Up = *U;
+    job.Dn = *Dn;
+    job.xq = xq;
+    job.ff = ff;
+    job.ffq = ffq;
+    job.cnt = cnt;
+    job.bar = bar;
+    job.y = y;
+    switch (q8x_nbl(G)) {
+    case 1: return ffr_launch<1>(job, smem, st);
+    case 2: return ffr_launch<2>(job, smem, st);
+    case 3: return ffr_launch<3>(job, smem, st);
+    case 4: return ffr_launch<4>(job, smem, st);
+    case 5: return ffr_launch<5>(job, smem, st);
+    default: return ffr_launch<6>(job, smem, st);
+    }
+}
+
 /* ------------------------------------------------------------------ embedding */
 
 __global__ void embed_kernel(const kc_mat E, const int32_t *tok, float *__restrict__ y)

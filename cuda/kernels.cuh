@@ -256,6 +256,16 @@ cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk
 int kc_ffn_q8_supported(const kc_mat *G, const kc_mat *U, const kc_mat *Dn);
 cudaError_t kc_ffn_q8(const kc_mat *G, const kc_mat *U, const kc_mat *Dn, const kc_q8blk *xq, float *ff,
                       kc_q8blk *ffq, float *y, unsigned int *bar, cudaStream_t st);
+/* The FFN (normed xq -> SwiGLU -> quantise -> down + residual into y) as ONE launch whose producer
+ * warps stream the gate/up and then the down weights through one shared-memory ring per SM, with a
+ * grid barrier between the phases (option ffn=ring, cuda/gemv_q8t.cuh ffn_ring_kernel): the same bits
+ * as kc_matvec_swiglu_q8 (quantising, tickets cnt (F/32,)) + kc_matvec_q8 accumulate. bar (2,) zeroed
+ * once. q4_0 layout 0, gate/up width <= 6144 (x in registers), widths multiples of 256. */
+int kc_ffn_ring_supported(const kc_mat *G, const kc_mat *U, const kc_mat *Dn);
+/* consumer warps per block of the ring FFN: 8 or 16 (default 16); bench_gemv measures both */
+void kc_set_ffn_ring_warps(int n);
+cudaError_t kc_ffn_ring(const kc_mat *G, const kc_mat *U, const kc_mat *Dn, const kc_q8blk *xq, float *ff,
+                        kc_q8blk *ffq, unsigned int *cnt, unsigned int *bar, float *y, cudaStream_t st);
 
 /* y (cols,) = row `*tok` of E (rows, cols) decoded to f32 (token embedding). tok: device (1,). */
 cudaError_t kc_embed(const kc_mat *E, const int32_t *tok, float *y, cudaStream_t st);

@@ -752,7 +752,14 @@ int kc_layer_step(kc_model *m, int l)
     if (q8_ff && ff_ready) { /* computed by the out projection's tail (norm_tail) */
     } else if (q8_ff) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->post_norm, m->xn, m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->post_norm, m->xn, D, 1, D, d->eps, st));
-    if (m->ffn_fused && q8_down && kc_q8_stationary(&L->ffn_gate) &&
+    if (m->ffn_fused == 2 && q8_ff && q8_down && kc_ffn_ring_supported(&L->ffn_gate, &L->ffn_up, &L->ffn_down)) {
+        /* one launch, the weights of both phases through one ring per SM */
+        RUN("ffn_ring", kc_ffn_ring(&L->ffn_gate, &L->ffn_up, &L->ffn_down, m->xq, m->ff, m->xq2, m->ffcnt, m->ffbar,
+                                    m->x, st));
+        rc = 0;
+        goto cleanup;
+    }
+    if (m->ffn_fused == 1 && q8_down && kc_q8_stationary(&L->ffn_gate) &&
         kc_ffn_q8_supported(&L->ffn_gate, &L->ffn_up, &L->ffn_down)) { /* one persistent launch */
         RUN("ffn_q8", kc_ffn_q8(&L->ffn_gate, &L->ffn_up, &L->ffn_down, m->xq, m->ff, m->xq2, m->x, m->ffbar, st));
         rc = 0;

@@ -93,7 +93,7 @@ typedef struct kc_model {
     int gemv_prefetch;        /* option gemv_prefetch: q8 GEMVs L2-prefetch their first weights (kc_mat.prefetch) */
     int q8wide;               /* option q8wide: kc_mat.q8wide */
     int gemv_early;           /* option gemv_early: kc_mat.early */
-    int ffn_fused;            /* option ffn=fused: the FFN of a layer as one kc_ffn_q8 launch */
+    int ffn_fused;            /* option ffn: 1 fused (one kc_ffn_q8 launch), 2 ring (one kc_ffn_ring launch) */
     int gdn_fused;            /* option gdn=fused: gdn_prep + delta_step_norm_q8 as one kc_gdn_step launch */
     int attn_gqa;             /* option attn=gqa: kc_attention_gqa where it takes the shape */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */

@@ -1985,6 +1985,113 @@ static void test_ffn(int D, int F)
     kc_model_free(m);
 }
 
+/* The FFN through one ring (kc_ffn_ring, option ffn=ring) against the engine's default two launches
+ * (the TMA SwiGLU quantising its output with tickets, the down projection accumulating), bit for bit,
+ * and against the CPU twins; then twice back to back under PDL on a stream (the grid barrier and the
+ * group tickets re-arm themselves; a second launch must not read ffq before the first's down is done);
+ * and the shapes it refuses. D, F multiples of 256; D <= 6144. */
+static void test_ffn_ring(int D, int F, int warps)
+{
+    kc_set_ffn_ring_warps(warps);
+    kc_model *m = (kc_model *)calloc(1, sizeof *m);
+    m->dot_q8 = 1;
+    m->gemv_early = 1;
+    const int nbx = D / 32, nbf = F / 32;
+    void *wg = make_ggml(GGML_TYPE_Q4_0, F, D), *wu = make_ggml(GGML_TYPE_Q4_0, F, D), *wd = make_ggml(GGML_TYPE_Q4_0, D, F);
+    kc_mat G, Up, Dn;
+    upload(m, &G, GGML_TYPE_Q4_0, F, D, wg);
+    upload(m, &Up, GGML_TYPE_Q4_0, F, D, wu);
+    upload(m, &Dn, GGML_TYPE_Q4_0, D, F, wd);
+    G.q8kind = Up.q8kind = Dn.q8kind = 2; /* the default q8gemv=tma routes for the reference */
+    float *x = hnew(D), *y0 = hnew(D), *ff = hnew(F), *ffr = hnew(F), *yr = hnew(D), *y = hnew(D), *s = hnew(D);
+    float *g = hnew(F), *u = hnew(F), *cs = hnew(D);
+    q8_block *xq = (q8_block *)malloc(nbx * sizeof *xq), *ffq_cpu = (q8_block *)malloc(nbf * sizeof *ffq_cpu);
+    fill(x, D, -2.0f, 2.0f);
+    fill(y0, D, -1.0f, 1.0f);
+    quantize_q8(xq, x, D);
+    kc_q8blk *dxq = (kc_q8blk *)dnew(nbx * sizeof(kc_q8blk)), *dffq = (kc_q8blk *)dnew(nbf * sizeof(kc_q8blk));
+    T_CK(cudaMemcpy(dxq, xq, nbx * sizeof(kc_q8blk), cudaMemcpyHostToDevice));
+    float *dff = (float *)dnew(F * 4), *dy = (float *)dnew(D * 4);
+    unsigned int *dbar = (unsigned int *)dnew(2 * sizeof(unsigned int)), hbar[2];
+    unsigned int *dcnt = (unsigned int *)dnew(nbf * sizeof(unsigned int)), *hcnt = (unsigned int *)malloc(nbf * 4);
+    T_CK(cudaMemset(dbar, 0, 2 * sizeof(unsigned int)));
+    T_CK(cudaMemset(dcnt, 0, nbf * sizeof(unsigned int)));
+    cudaStream_t st;
+    T_CK(cudaStreamCreate(&st));
+    /* the two launches: ff and ffq, then y0 + Dn . ffq */
+    const kc_mat *one[1] = {&Dn};
+    float *Y[1] = {dy}, *ds = (float *)dnew(D * 4), *S[1] = {ds};
+    T_CK(cudaMemcpy(dy, y0, D * 4, cudaMemcpyHostToDevice));
+    T_CK(kc_matvec_swiglu_q8(&G, &Up, dxq, dff, dffq, dcnt, 0));
+    T_CK(kc_matvec_q8(one, Y, 1, dffq, 1, 0));
+    T_CK(kc_matvec_q8(one, S, 1, dffq, 0, 0)); /* s = Dn . ffq alone, for the repeated launches */
+    get_f(ffr, dff, F);
+    kc_q8blk *ffq_ref = get_q8(dffq, nbf);
+    get_f(yr, dy, D);
+    get_f(s, ds, D);
+    /* the ring, once without PDL (a cooperative launch) */
+    T_CK(cudaMemcpy(dy, y0, D * 4, cudaMemcpyHostToDevice));
+    poison(dff, F * 4);
+    poison(dffq, nbf * sizeof(kc_q8blk));
+    const cudaError_t e1 = kc_ffn_ring(&G, &Up, &Dn, dxq, dff, dffq, dcnt, dbar, dy, 0);
+    const cudaError_t e1s = cudaDeviceSynchronize();
+    ok(e1 == cudaSuccess && e1s == cudaSuccess && kc_ffn_ring_supported(&G, &Up, &Dn), "ffn_ring %dx%d (%d consumer warps) launches (%s, %s)",
+       D, F, warps, cudaGetErrorName(e1), cudaGetErrorName(e1s));
+    get_f(ff, dff, F);
+    get_f(y, dy, D);
+    kc_q8blk *ffq = get_q8(dffq, nbf);
+    size_t bq = 0;
+    for (int i = 0; i < nbf; i++) bq += memcmp(&ffq[i], &ffq_ref[i], sizeof(kc_q8blk)) != 0;
+    ok(n_unequal(ff, ffr, F) == 0 && bq == 0 && n_unequal(y, yr, D) == 0,
+       "bitexact ffn_ring %dx%d vs swiglu_q8 (tma, quantising) + matvec_q8 (tma) accumulate: ff %zu/%d, ffq %zu/%d "
+       "blocks, y %zu/%d unequal", D, F, n_unequal(ff, ffr, F), F, bq, nbf, n_unequal(y, yr, D), D);
+    /* each phase against its CPU twin, from that phase's device input */
+    matvec_q8(NULL, g, wg, GGML_TYPE_Q4_0, xq, D, F);
+    matvec_q8(NULL, u, wu, GGML_TYPE_Q4_0, xq, D, F);
+    for (int r = 0; r < F; r++) g[r] = g[r] / (1.0f + expf(-g[r])) * u[r];
+    quantize_q8(ffq_cpu, ff, F);
+    matvec_q8(NULL, cs, wd, GGML_TYPE_Q4_0, (const q8_block *)ffq, F, D);
+    for (int r = 0; r < D; r++) cs[r] = y0[r] + cs[r];
+    const double rel = max_rel(ff, g, F);
+    ok(rel <= 1e-6 && n_unequal_blocks(ffq, ffq_cpu, nbf) == 0 && n_unequal(y, cs, D) == 0,
+       "ffn_ring %dx%d vs CPU twins: ff vs matvec_q8 x2 + silu max_rel %.3e <= 1e-06, ffq vs quantize_q8(ff) %zu "
+       "blocks, y vs y0 + matvec_q8(ffq) %zu unequal", D, F, rel, n_unequal_blocks(ffq, ffq_cpu, nbf), n_unequal(y, cs, D));
+    free(ffq);
+    /* twice back to back under PDL: y0 + s + s, tickets and barrier re-armed */
+    kc_set_pdl(1);
+    T_CK(cudaMemcpy(dy, y0, D * 4, cudaMemcpyHostToDevice));
+    T_CK(kc_ffn_ring(&G, &Up, &Dn, dxq, dff, dffq, dcnt, dbar, dy, st));
+    T_CK(kc_ffn_ring(&G, &Up, &Dn, dxq, dff, dffq, dcnt, dbar, dy, st));
+    kc_set_pdl(0);
+    T_CK(cudaStreamSynchronize(st));
+    get_f(y, dy, D);
+    for (int r = 0; r < D; r++) yr[r] = yr[r] + s[r];
+    T_CK(cudaMemcpy(hbar, dbar, sizeof hbar, cudaMemcpyDeviceToHost));
+    T_CK(cudaMemcpy(hcnt, dcnt, nbf * 4, cudaMemcpyDeviceToHost));
+    unsigned csum = 0;
+    for (int i = 0; i < nbf; i++) csum += hcnt[i];
+    ok(n_unequal(y, yr, D) == 0 && hbar[0] == 0 && hbar[1] == 3 && csum == 0,
+       "ffn_ring %dx%d twice back to back under PDL: y0 + s + s %zu/%d unequal; barrier arrivals left %u, generation %u "
+       "(3 launches), tickets left %u", D, F, n_unequal(y, yr, D), D, hbar[0], hbar[1], csum);
+    /* refused, not launched: a gate/up width past the registers' x (> 6144), a width not a multiple of 256 */
+    {
+        kc_mat g2 = G, u2 = Up, d2 = Dn;
+        g2.cols = u2.cols = d2.rows = 8192;
+        const cudaError_t ea = kc_ffn_ring(&g2, &u2, &d2, dxq, dff, dffq, dcnt, dbar, dy, 0);
+        kc_mat g3 = G, u3 = Up, d3 = Dn;
+        g3.cols = u3.cols = d3.rows = D - 32;
+        const cudaError_t eb = kc_ffn_ring(&g3, &u3, &d3, dxq, dff, dffq, dcnt, dbar, dy, 0);
+        ok(ea == cudaErrorInvalidValue && eb == cudaErrorInvalidValue && !kc_ffn_ring_supported(&g2, &u2, &d2) &&
+               !kc_ffn_ring_supported(&g3, &u3, &d3),
+           "ffn_ring refuses gate/up width 8192 (%s) and %d (%s)", cudaGetErrorName(ea), D - 32, cudaGetErrorName(eb));
+    }
+    T_CK(cudaStreamDestroy(st));
+    free(wg); free(wu); free(wd); free(x); free(y0); free(ff); free(ffr); free(yr); free(y); free(s);
+    free(g); free(u); free(cs); free(xq); free(ffq_cpu); free(ffq_ref); free(hcnt);
+    cudaFree(dxq); cudaFree(dffq); cudaFree(dff); cudaFree(dy); cudaFree(ds); cudaFree(dbar); cudaFree(dcnt);
+    kc_model_free(m);
+}
+
 int main(int argc, char **argv)
 {
     int ndev = 0;
@@ -2013,6 +2120,13 @@ int main(int argc, char **argv)
     test_prefetch_plan();
     test_ffn(2048, 6144);  /* 2B shape */
     test_ffn(5120, 17408); /* 27B shape */
+    test_ffn_ring(2048, 6144, 16);  /* 2B shape */
+    test_ffn_ring(4096, 12288, 16); /* 9B shape */
+    test_ffn_ring(5120, 17408, 16); /* 27B shape */
+    test_ffn_ring(5120, 17408, 8);  /* the same with 8 consumer warps */
+    test_ffn_ring(2304, 4352, 16);  /* odd units: partial last stages and shares */
+    test_ffn_ring(2304, 4352, 8);
+    kc_set_ffn_ring_warps(16);
     test_gdn_prep(16, 128, 48, 128); /* 27B shape */
     test_gdn_prep(4, 32, 4, 48);     /* minivk shape */
     test_gdn_step(16, 48, 1, 4); /* 27B shape (clusters of 3), beta/alpha projected in the kernel */

@@ -27,7 +27,7 @@ opened() {
         --tokens 1 --options "$1" --out "$T/l.npy" 2>&1)
     echo "$?|$(printf '%s' "$out" | head -1)"
 }
-is "2|kestrel-eval: options: ffn=both: expected split or fused" "$(opened ffn=both)" "options: a wrong word of a two-word option is named with both"
+is "2|kestrel-eval: options: ffn=both: expected split, fused or ring" "$(opened ffn=both)" "options: a wrong word of a three-word option is named with the list"
 is "2|kestrel-eval: options: q8wide=big: expected stream, nc, smem or xs" "$(opened graph=1,q8wide=big)" \
   "options: a wrong word of a four-word option is named with the list"
 is "2|kestrel-eval: options: delta=x: expected auto, generic or reg" "$(opened delta=x)" "options: delta's three words"
@@ -35,7 +35,7 @@ is "2|kestrel-eval: options: gdn=one: expected split or fused" "$(opened gdn=one
 is "2|kestrel-eval: options: attn=fast: expected split or gqa" "$(opened attn=fast)" "options: attn's two words"
 bad=""
 for kv in delta=auto delta=generic delta=reg gemv=reg gemv=pipe q8gemv=xs q8gemv=stream q8wide=stream q8wide=nc \
-    q8wide=smem q8wide=xs ffn=split ffn=fused gdn=split gdn=fused attn=split attn=gqa dot=q8 dot=f32 profile=trace profile=1; do
+    q8wide=smem q8wide=xs ffn=split ffn=fused ffn=ring gdn=split gdn=fused attn=split attn=gqa dot=q8 dot=f32 profile=trace profile=1; do
     case $(opened "$kv") in *"options:"*) bad="$bad $kv" ;; esac
 done
 is "" "$bad" "options: every listed word is accepted (the open goes on to the device)"

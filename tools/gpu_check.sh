@@ -159,7 +159,7 @@ run_checks() {
 
     # The fixtures are 64 wide: the GEMV kernels at realistic widths (x-stationary with 2048 columns,
     # streaming with 6144) only run on a wider model, generated here (2B shape, 4 layers, vocab 4096)
-    section "engine_diff on a 2B-wide model: the default vs q8gemv=stream (and q8wide=smem|xs), q8gemv=xs and tma variants, ffn=fused, vs itself and vs pdl=0 bit for bit; CPU vs CUDA dot=f32"
+    section "engine_diff on a 2B-wide model: the default vs q8gemv=stream (and q8wide=smem|xs), q8gemv=xs and tma variants, ffn=fused, ffn=ring, vs itself and vs pdl=0 bit for bit; CPU vs CUDA dot=f32"
     all=0
     local wide=/tmp/gpu-check-2b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-2b --type q4_0 --seed 3 --layers 4 --vocab 4096 -o "$wide" >> "$REPORT" 2>&1 || all=1
@@ -171,6 +171,10 @@ run_checks() {
     same_bits "$wide" "" "ffn=fused" || all=1
     same_bits "$wide" "" "ffn=fused,pdl=0" || all=1
     same_bits "$wide" "" "ffn=fused,graph=0" || all=1 # without the graph it deadlocked before the launch was cooperative
+    note "- CUDA default vs ffn=ring (the FFN through one TMA ring per SM, a grid barrier), with pdl=0 (cooperative) and graph=0"
+    same_bits "$wide" "" "ffn=ring" || all=1
+    same_bits "$wide" "" "ffn=ring,pdl=0" || all=1
+    same_bits "$wide" "" "ffn=ring,graph=0" || all=1
     note "- CUDA default vs CUDA q8gemv=stream,q8wide=xs (every q8 GEMV with x in shared memory, a row's loads in flight)"
     same_bits "$wide" "" "q8gemv=stream,q8wide=xs" || all=1
     note "- CUDA default vs CUDA gemv_early=0 (first weights of the x-stationary GEMVs before / after the PDL wait)"
@@ -199,7 +203,7 @@ run_checks() {
 
     # The 27B's GDN layers have 3 v-heads per k-head: gdn=fused runs them as clusters of 3 blocks that
     # share the q/k history (a cluster barrier before rank 0 advances it) - a race shows only there
-    section "engine_diff on a 27B-wide model (4 layers): gdn=fused, q8gemv=xs and tma variants vs the default, vs themselves and vs pdl=0 bit for bit; attn=gqa"
+    section "engine_diff on a 27B-wide model (4 layers): gdn=fused, q8gemv=xs and tma variants, ffn=ring vs the default, vs themselves and vs pdl=0 bit for bit; attn=gqa"
     all=0
     local w27=/tmp/gpu-check-27b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-27b --type q4_0 --seed 5 --layers 4 --vocab 4096 -o "$w27" >> "$REPORT" 2>&1 || all=1
@@ -213,6 +217,10 @@ run_checks() {
     same_bits "$w27" "" "q8t_sm=1" || all=1
     same_bits "$w27" "" "rms_fold=1" || all=1
     same_bits "$w27" "rms_fold=1" "rms_fold=1,pdl=0" || all=1
+    note "- ffn=ring vs the default, and with pdl=0 and graph=0"
+    same_bits "$w27" "" "ffn=ring" || all=1
+    same_bits "$w27" "" "ffn=ring,pdl=0" || all=1
+    same_bits "$w27" "" "ffn=ring,graph=0" || all=1
     note "- norm_tail=1 vs 0, vs itself with pdl=0 and with gdn=fused"
     same_bits "$w27" "norm_tail=0" "norm_tail=1" || all=1
     same_bits "$w27" "norm_tail=1" "norm_tail=1,pdl=0" || all=1
