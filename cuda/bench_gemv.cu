@@ -243,6 +243,89 @@ static int time_and_check(const shape *s, mats *M, const char *label, const floa
     return 0;
 }
 
+/* The 27B FFN's two TMA GEMVs alone, back to back under PDL as in the step: the down projection (the
+ * wide kernel, x in shared memory, one block per SM) at ring sizes 200 (the default: 2 stages of 8
+ * rows) with its dot unrolled (q8t_dot_xs_u) and as the run-time loop (q8t_wloop), and 227 KB, and the SwiGLU (quantising its output, 2 blocks of 100 KB per SM), each with
+ * phases left out (timing only, g_q8t_skip): 1 no bulk copies (the consumers' arithmetic alone), 2
+ * no dots (the ring's streaming alone), 3 neither (the kernel's skeleton). Which of the two paces the
+ * GEMV after its dependency wait (PERF-NOTES v18 row 2). */
+static int bench_dtma(const float *x, kc_q8blk *xq, cudaStream_t st)
+{
+    const int D = 5120, F = 17408;
+    const uint64_t bd = kc_mat_data_bytes(GGML_Q4_0, D, F) + kc_mat_scale_bytes(GGML_Q4_0, D, F);
+    const uint64_t bg = 2 * (kc_mat_data_bytes(GGML_Q4_0, F, D) + kc_mat_scale_bytes(GGML_Q4_0, F, D));
+    const int ncopy = (int)std::max<uint64_t>(2, (240ull << 20) / bd + 1);
+    std::vector<kc_mat> g(ncopy), u(ncopy), dn(ncopy);
+    for (int c = 0; c < ncopy; c++) {
+        kc_mat *ms[3] = {&g[c], &u[c], &dn[c]};
+        for (int k = 0; k < 3; k++) {
+            if (alloc_q4(ms[k], k == 2 ? D : F, k == 2 ? F : D, 177u + 13 * c + k, 191u + 7 * c + k)) return 1;
+            ms[k]->q8kind = 2;
+        }
+    }
+    float *ff, *y;
+    kc_q8blk *ffq, *xq2;
+    unsigned int *cnt;
+    CK(cudaMalloc(&ff, F * 4));
+    CK(cudaMalloc(&y, D * 4));
+    CK(cudaMalloc(&ffq, F / 32 * sizeof(kc_q8blk)));
+    CK(cudaMalloc(&xq2, F / 32 * sizeof(kc_q8blk)));
+    CK(cudaMalloc(&cnt, F / 32 * sizeof(unsigned int)));
+    CK(cudaMemset(cnt, 0, F / 32 * sizeof(unsigned int)));
+    CK(kc_quantize_q8(x, D, xq, st));
+    CK(kc_quantize_q8(x, F, xq2, st));
+    CK(cudaMemset(y, 0, D * 4));
+    CK(cudaDeviceSynchronize());
+    const int kbs[3] = {200, 200, 227}, loop[3] = {0, 1, 0};
+    for (int sk = 0; sk < 4; sk++) {
+        CK(cudaMemcpyToSymbol(g_q8t_skip, &sk, sizeof sk));
+        for (int ki = 0; ki < 3; ki++) {
+            double us;
+            auto down = [&](int i) -> cudaError_t {
+                kc_mat d = dn[i % ncopy];
+                d.q8t_wkb = kbs[ki];
+                d.q8t_wloop = loop[ki];
+                const kc_mat *one[1] = {&d};
+                float *Y[1] = {y};
+                return kc_matvec_q8(one, Y, 1, xq2, 1, st);
+            };
+            kc_set_pdl(1);
+            if (time_batches(down, 3, st, &us)) return 1;
+            kc_set_pdl(0);
+            printf("dtma\tdown_tma%d%s_skip%d\t-\t-\t%.2f\t%.0f\t%llu\n", kbs[ki], loop[ki] ? "_loop" : "", sk, us,
+                   bd / us / 1e3, (unsigned long long)bd);
+        }
+        double us;
+        auto swiglu = [&](int i) -> cudaError_t {
+            return kc_matvec_swiglu_q8(&g[i % ncopy], &u[i % ncopy], xq, ff, ffq, cnt, st);
+        };
+        kc_set_pdl(1);
+        if (time_batches(swiglu, 3, st, &us)) return 1;
+        kc_set_pdl(0);
+        printf("dtma\tswiglu_tma_skip%d\t-\t-\t%.2f\t%.0f\t%llu\n", sk, us, bg / us / 1e3, (unsigned long long)bg);
+    }
+    const int zero = 0;
+    CK(cudaMemcpyToSymbol(g_q8t_skip, &zero, sizeof zero));
+    {
+        double us;
+        auto rd = [&](int i) -> cudaError_t {
+            return kc_stream_read((const uint4 *)dn[i % ncopy].data, kc_mat_data_bytes(GGML_Q4_0, D, F) / 16,
+                                  (uint32_t *)y, g_sms * 4, st);
+        };
+        if (time_batches(rd, 3, st, &us)) return 1;
+        printf("dtma\tstream_read(down quants)\t-\t-\t%.2f\t%.0f\t%llu\n", us,
+               kc_mat_data_bytes(GGML_Q4_0, D, F) / us / 1e3, (unsigned long long)kc_mat_data_bytes(GGML_Q4_0, D, F));
+    }
+    for (int c = 0; c < ncopy; c++) {
+        cudaFree(g[c].data); cudaFree(g[c].d);
+        cudaFree(u[c].data); cudaFree(u[c].d);
+        cudaFree(dn[c].data); cudaFree(dn[c].d);
+    }
+    cudaFree(ff); cudaFree(y); cudaFree(ffq); cudaFree(xq2); cudaFree(cnt);
+    fflush(stdout);
+    return 0;
+}
+
 /* One FFN (copy 0) right after another (copy 1) under PDL, with the TMA kernels' per-block timeline
  * (KC_Q8T_DBG): for the gate/up records (the SwiGLU kernel, or the ring FFN's first phase) and the
  * down records (the down kernel, or the ring's second phase), each field's [min, median, max] over
@@ -1287,6 +1370,7 @@ int main(int argc, char **argv)
     if ((!only || !strcmp(only, "ffn")) && bench_ffn(x, xq, st, &fails)) return 1;
     if (only && !strcmp(only, "l2") && bench_l2(x, xq, st)) return 1; /* on request only: ~40 s */
     if (only && !strcmp(only, "attn") && bench_attn(st)) return 1;    /* on request only */
+    if (only && !strcmp(only, "dtma") && bench_dtma(x, xq, st)) return 1;    /* on request only */
     printf("# %s\n", fails ? "FAIL: q8 variants disagree" : "q8 variants bit-identical");
     return fails ? 1 : 0;
 }

@@ -23,6 +23,8 @@
  * streaming kernel), q8t_kb=16..227 / q8t_sm=1..4 (tma: ring KB and blocks per SM, default 100, 2),
  * q8t_wkb=0|16..227 (tma for matrices wider than 6144 columns: ring KB at one block per SM, default
  * 200; 0: they stream), q8t_xs=0|1 (tma: x in shared memory for every width, A/B),
+ * q8t_wu=0|1 (tma, the 9B's and 27B's down projection: the dot unrolled for its width (1, default)
+ * or the run-time loop (0, A/B; same bits)),
  * q8t_skip=0..15 (tma not for: 1 ssm_out/attn_output, 2 ffn_down, 4 input projections, 8 gate/up;
  * A/B), q8t_okb / q8t_osm (the out projections' own ring; 0 = q8t_kb / q8t_sm; A/B),
  * rms_fold=0|1 (q8gemv=tma: each layer's two RMS norms computed by the GEMV that consumes them,
@@ -31,9 +33,9 @@
  * driver's choice per kernel),
  * q8wide=stream|nc|smem (q8 GEMVs too wide or tall for xs: the streaming kernel (default), the same
  * with x read through the read-only path (A/B only: not PDL-safe), or a persistent grid with x in
- * shared memory, or (xs) the same with all of a row's loads in flight), ffn=split|fused (dot=q8: the
- * FFN as SwiGLU, quantize and down launches, or one persistent launch with grid barriers, for the
- * 2B/9B/27B widths), gdn=split|fused (dot=q8, kd = vd = 128: a GDN layer's conv/norm/beta prep and
+ * shared memory, or (xs) the same with all of a row's loads in flight), ffn=split|fused|ring (dot=q8:
+ * the FFN as the SwiGLU and down launches, or one persistent launch with grid barriers, for the
+ * 2B/9B/27B widths, or one launch streaming both phases through one TMA ring per SM), gdn=split|fused (dot=q8, kd = vd = 128: a GDN layer's conv/norm/beta prep and
  * delta rule as two launches (default), or one with the v-heads of a k-head as a thread-block cluster:
  * measured slower, PERF-NOTES v14), attn=split|gqa (the decode attention: one block per q head and
  * split, or one per kv head and split for the q heads sharing it, each K/V row read once; shapes
@@ -98,7 +100,7 @@ struct kestrel_engine {
 
 typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
-    int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, carveout, rms_fold, norm_tail;
+    int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wu, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, carveout, rms_fold, norm_tail;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -192,6 +194,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->q8t_kb = Q8T_KB_DEFAULT;
     o->q8t_sm = Q8T_SM_DEFAULT;
     o->q8t_xs = 0;
+    o->q8t_wu = 1;
     o->q8t_wkb = Q8T_WKB_DEFAULT;
     o->q8t_skip = 0;
     o->q8t_okb = 0;
@@ -241,6 +244,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "q8t_kb") && v >= 16 && v <= 227) o->q8t_kb = (int)v;
         else if (!strcmp(kv, "q8t_sm") && v >= 1 && v <= 4) o->q8t_sm = (int)v;
         else if (!strcmp(kv, "q8t_xs") && v <= 1) o->q8t_xs = (int)v;
+        else if (!strcmp(kv, "q8t_wu") && v <= 1) o->q8t_wu = (int)v;
         else if (!strcmp(kv, "q8t_wkb") && (v == 0 || (v >= 16 && v <= 227))) o->q8t_wkb = (int)v;
         else if (!strcmp(kv, "q8t_skip") && v <= 15) o->q8t_skip = (int)v;
         else if (!strcmp(kv, "rms_fold") && v <= 1) o->rms_fold = (int)v;
@@ -255,7 +259,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1, norm_tail=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused, gdn=split|fused, attn=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1, norm_tail=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -550,6 +554,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->q8t_sm = o.q8t_sm;
     e->m->q8t_wkb = o.q8t_wkb;
     e->m->q8t_xs = o.q8t_xs;
+    e->m->q8t_wu = o.q8t_wu;
     e->m->q8t_skip = o.q8t_skip;
     e->m->carveout = o.carveout;
     e->m->rms_fold = o.rms_fold;

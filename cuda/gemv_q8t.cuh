@@ -28,6 +28,10 @@
 #define Q8T_MAX_STAGES 8
 
 #ifdef KC_Q8T_DBG /* bench_gemv only: per-block timeline of the TMA kernels */
+/* phases left out (timing only): 1 the producer's bulk copies (it arrives on the full barrier
+ * instead), 2 the consumers' dots; matvec_q8t_kernel and matvec_swiglu_q8t_kernel */
+__device__ int g_q8t_skip;
+#define Q8T_SKIP(bit) (g_q8t_skip & (bit))
 typedef struct q8t_dbg_rec {
     unsigned long long t_entry, t_wait, t_first, t_end;
     const void *w;
@@ -57,6 +61,7 @@ __device__ __forceinline__ unsigned long long q8t_now(void)
         }                                                                                         \
     } while (0)
 #else
+#define Q8T_SKIP(bit) 0
 #define Q8T_T(v) const unsigned long long v = 0ull
 #define Q8T_REC(w_, a, b, c) do { (void)(a); (void)(b); (void)(c); } while (0)
 #endif
@@ -169,6 +174,50 @@ __device__ __forceinline__ float q8t_dot_xs(const unsigned char *stage, int nb, 
             const int c = q4q8_block_dot(q[b], xa, xb, xe.y);
             const float sc = __half2float(d[b]) * __int_as_float(xe.x);
             acc = acc + sc * (float)c;
+        }
+    }
+    return warp_sum(acc);
+}
+
+/* q8t_dot_xs for NBL blocks per lane known at compile time (the wide down projection: 12 on the 9B,
+ * 17 on the 27B): the loads of a chunk of Q8T_XS_CHUNK blocks issued before any is used, the chunks
+ * unrolled, so a warp keeps several shared-memory round trips in flight where the run-time loop waited
+ * on each (one block per SM, 2 consumer warps per scheduler: bench_gemv --shape dtma put the down
+ * projection's dots alone at 12.4 us of its 18.2, PERF-NOTES v18 row 2). Same operations in the same
+ * order as q8t_dot_xs: the same bits. */
+#define Q8T_XS_CHUNK 4
+template <int NBL>
+__device__ __forceinline__ float q8t_dot_xs_u(const unsigned char *stage, int nb, int j, const kc_q8blk *xs)
+{
+    const int lane = threadIdx.x & 31;
+    const uint4 *q = (const uint4 *)(stage + (size_t)j * nb * 16);
+    const __half *d = (const __half *)(stage + (size_t)Q8T_ROWS * nb * 16 + (size_t)j * nb * 2);
+    float acc = 0.0f;
+#pragma unroll
+    for (int k0 = 0; k0 < NBL; k0 += Q8T_XS_CHUNK) {
+        uint4 w[Q8T_XS_CHUNK];
+        int4 xa[Q8T_XS_CHUNK], xb[Q8T_XS_CHUNK], xe[Q8T_XS_CHUNK];
+        __half dh[Q8T_XS_CHUNK];
+#pragma unroll
+        for (int i = 0; i < Q8T_XS_CHUNK; i++) {
+            const int b = lane + 32 * (k0 + i);
+            if (k0 + i < NBL && b < nb) {
+                const int4 *xv = (const int4 *)(xs + b);
+                w[i] = q[b];
+                dh[i] = d[b];
+                xa[i] = xv[0];
+                xb[i] = xv[1];
+                xe[i] = xv[2];
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < Q8T_XS_CHUNK; i++) {
+            const int b = lane + 32 * (k0 + i);
+            if (k0 + i < NBL && b < nb) {
+                const int c = q4q8_block_dot(w[i], xa[i], xb[i], xe[i].y);
+                const float sc = __half2float(dh[i]) * __int_as_float(xe[i].x);
+                acc = acc + sc * (float)c;
+            }
         }
     }
     return warp_sum(acc);
@@ -347,7 +396,7 @@ __device__ __forceinline__ void q8t_share(int units, int &u0, int &u1)
  * tail.x: the next RMS norm of y[0] computed by the grid's last block (norm_tail; tcnt zero between
  * launches). */
 template <int NBL, int XS>
-__global__ void __launch_bounds__(Q8T_THREADS, XS ? 3 : 2) matvec_q8t_kernel(const q8_job job,
+__global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matvec_q8t_kernel(const q8_job job,
                                                                               const kc_q8blk *__restrict__ xq, int ns,
                                                                               const kc_rmsq nm, const kc_rmsq tail,
                                                                               unsigned int *tcnt)
@@ -368,7 +417,8 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? 3 : 2) matvec_q8t_kernel(con
                 const int s = (u - u0) % ns, lap = (u - u0) / ns;
                 if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
                 const int r0 = u * Q8T_ROWS, r1 = r0 + Q8T_ROWS < total ? r0 + Q8T_ROWS : total;
-                q8t_issue_rows(job, nb, r0, r1, ring + s * stage_bytes, smem_addr(q8t_smem + 8 * s));
+                if (Q8T_SKIP(1)) mbar_arrive(smem_addr(q8t_smem + 8 * s));
+                else q8t_issue_rows(job, nb, r0, r1, ring + s * stage_bytes, smem_addr(q8t_smem + 8 * s));
             }
         return;
     }
@@ -396,8 +446,9 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? 3 : 2) matvec_q8t_kernel(con
         if (u == u0 && threadIdx.x == 0) t_first = q8t_now();
 #endif
         const int row = u * Q8T_ROWS + warp;
-        if (row < total) {
-            const float sum = XS ? q8t_dot_xs(ring + s * stage_bytes, nb, warp, (nb + 31) / 32, xsm)
+        if (row < total && !Q8T_SKIP(2)) {
+            const float sum = XS ? (NBL >= 8 ? q8t_dot_xs_u<NBL>(ring + s * stage_bytes, nb, warp, xsm)
+                                             : q8t_dot_xs(ring + s * stage_bytes, nb, warp, (nb + 31) / 32, xsm))
                                  : q8t_dot<XN>(ring + s * stage_bytes, nb, warp, xa, xb, xd, xs);
             const int mi = q8_job_mat(job, row), r = row - job.gstart[mi];
             if (lane == 0) {
@@ -475,6 +526,10 @@ __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const
                 const int r0 = u * Q8T_ROWS, k = r0 + Q8T_ROWS < G.rows ? Q8T_ROWS : G.rows - r0;
                 const uint32_t bar = smem_addr(q8t_smem + 8 * s);
                 unsigned char *st = ring + s * stage_bytes;
+                if (Q8T_SKIP(1)) {
+                    mbar_arrive(bar);
+                    continue;
+                }
                 mbar_expect_tx(bar, 2u * (uint32_t)k * (uint32_t)nb * 18u);
                 bulk_g2s(smem_addr(st), (const unsigned char *)G.data + (size_t)r0 * nb * 16, (uint32_t)k * nb * 16, bar);
                 bulk_g2s(smem_addr(st + (size_t)Q8T_ROWS * nb * 16), G.d + (size_t)r0 * nb, (uint32_t)k * nb * 2, bar);
@@ -500,7 +555,7 @@ __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const
         const int s = (u - u0) % ns, lap = (u - u0) / ns;
         mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
         const int r = u * Q8T_ROWS + warp;
-        if (r < G.rows) {
+        if (r < G.rows && !Q8T_SKIP(2)) {
             const unsigned char *st = ring + s * stage_bytes;
             const float g = q8t_dot<NBL>(st, nb, warp, xa, xb, xd, xs);
             const float up = q8t_dot<NBL>(st + half_bytes, nb, warp, xa, xb, xd, xs);

@@ -795,6 +795,29 @@ static cudaError_t q8t_setup_one(void)
     return e;
 }
 
+/* the wide kernel (route 3) unrolled for NBL blocks per lane (q8t_dot_xs_u): the 9B's and the 27B's
+ * down projection; other widths take matvec_q8t_kernel<1, 1> (a run-time loop) */
+static cudaError_t q8t_setup_wide(void)
+{
+    const int max = 227 * 1024;
+    cudaError_t e = cudaFuncSetAttribute(matvec_q8t_kernel<12, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(matvec_q8t_kernel<17, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    return e;
+}
+
+/* W: the matrix (its width and q8t_wloop) */
+#define Q8T_LAUNCH_WIDE(W, grid, smem, st, ...)                                                        \
+    do {                                                                                               \
+        const int nbl_ = ((W)->cols / 32 + 31) / 32;                                                  \
+        if (!(W)->q8t_wloop && nbl_ == 17)                                                             \
+            kc_launch(matvec_q8t_kernel<17, 1>, grid, Q8T_THREADS, smem, st, __VA_ARGS__);            \
+        else if (!(W)->q8t_wloop && nbl_ == 12)                                                        \
+            kc_launch(matvec_q8t_kernel<12, 1>, grid, Q8T_THREADS, smem, st, __VA_ARGS__);            \
+        else                                                                                           \
+            kc_launch(matvec_q8t_kernel<1, 1>, grid, Q8T_THREADS, smem, st, __VA_ARGS__);             \
+    } while (0)
+
 static cudaError_t q8t_setup(void)
 {
     int dev = 0;
@@ -806,6 +829,7 @@ static cudaError_t q8t_setup(void)
     if (e == cudaSuccess) e = q8t_setup_one<4>();
     if (e == cudaSuccess) e = q8t_setup_one<5>();
     if (e == cudaSuccess) e = q8t_setup_one<6>();
+    if (e == cudaSuccess) e = q8t_setup_wide();
     return e;
 }
 
@@ -990,7 +1014,7 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
         for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
     }
     if (route == 3) { /* the wide kernel: x in shared memory, weights by TMA */
-        kc_launch(matvec_q8t_kernel<1, 1>, tgrid, Q8T_THREADS, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
+        Q8T_LAUNCH_WIDE(W[0], tgrid, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);
         return cudaGetLastError();
     }
     if (route) {
@@ -1072,7 +1096,7 @@ cudaError_t kc_matvec_q8_tail(const kc_mat *W, float *y, const kc_q8blk *xq, con
     job.early = W->early;
     job.pf = take_prefetch_next();
     if (route == 3)
-        kc_launch(matvec_q8t_kernel<1, 1>, grid, Q8T_THREADS, smem, st, job, xq, ns, kc_rmsq{}, *tail, cnt);
+        Q8T_LAUNCH_WIDE(W, grid, smem, st, job, xq, ns, kc_rmsq{}, *tail, cnt);
     else if (route == 2)
         Q8T_DISPATCH2(matvec_q8t_kernel, q8x_nbl(W), 1, grid, smem, st, job, xq, ns, kc_rmsq{}, *tail, cnt);
     else

@@ -398,7 +398,8 @@ static void test_q8(void)
      * fewer blocks than lanes, a partial last pass), accumulate, three matrices in one launch */
     const int shapes[][2] = {{333, 5120}, {77, 96}, {130, 2080}, {5, 17408}, {20000, 96}, /* 20000: several trips per warp */
                              {2000, 256}, {600, 6144}, /* q8gemv=tma: 1 and 6 blocks per lane, many stages per block */
-                             {136, 12288}}; /* q8gemv=tma wide: x in shared memory */
+                             {136, 12288}, /* q8gemv=tma wide: x in shared memory */
+                             {2640, 17408}}; /* the same, 2-3 stages per block through a 2-stage ring (a wrap) */
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int rows = shapes[si][0], cols = shapes[si][1], nb = cols / 32;
         void *w[3] = {make_ggml(GGML_TYPE_Q4_0, rows, cols), make_ggml(GGML_TYPE_Q4_0, rows + 3, cols),
@@ -518,6 +519,7 @@ static void test_q8(void)
                 kc_set_q8t(cfg[c][0], cfg[c][1]);
                 kc_set_q8t_xs(cfg[c][2]);
                 W[0].q8kind = 2;
+                for (int i = 0; i < 3; i++) W[i].q8t_wloop = (int)(c & 1); /* wide: unrolled dot, run-time loop */
                 const kc_mat *one[1] = {&W[0]}, *three[3] = {&W[0], &W[1], &W[2]};
                 poison(dy[0], rows * 4);
                 T_CK(kc_matvec_q8(one, dy, 1, dxq, 0, 0));
@@ -551,6 +553,7 @@ static void test_q8(void)
             kc_set_q8t(0, 0);
             kc_set_q8t_xs(0);
             W[0].q8kind = 0;
+            for (int i = 0; i < 3; i++) W[i].q8t_wloop = 0;
             W[0].early = 0;
             unsigned int *hcnt = (unsigned int *)malloc((r32 / 32) * sizeof(unsigned int));
             T_CK(cudaMemcpy(hcnt, dcnt, (r32 / 32) * sizeof(unsigned int), cudaMemcpyDeviceToHost));
@@ -571,7 +574,8 @@ static void test_q8(void)
                "one matrix %zu, accumulate %zu, 3 matrices %zu unequal; SwiGLU vs the x-stationary kernel %zu unequal%s",
                rows, cols,
                kc_q8_stationary(&probe) ? " (rings of 100, 24, 48, 227, 40 KB, 1-3 blocks per SM, x in registers; 64 KB x 3, 24 KB x 1, x in shared memory)"
-                                        : " wide (x in shared memory, a 200 KB ring, one block per SM)",
+                                        : " wide (x in shared memory, a 200 KB ring, one block per SM; the dot unrolled "
+                                          "for 12 or 17 blocks per lane and as the run-time loop)",
                u1, ua, u3, us, sw ? "" : " (n/a)");
             free(sx);
             free(acc);

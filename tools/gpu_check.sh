@@ -217,6 +217,8 @@ run_checks() {
     same_bits "$w27" "" "q8t_sm=1" || all=1
     same_bits "$w27" "" "rms_fold=1" || all=1
     same_bits "$w27" "rms_fold=1" "rms_fold=1,pdl=0" || all=1
+    note "- the down projection's dot as the run-time loop (q8t_wu=0) vs the default (unrolled)"
+    same_bits "$w27" "" "q8t_wu=0" || all=1
     note "- ffn=ring vs the default, and with pdl=0 and graph=0"
     same_bits "$w27" "" "ffn=ring" || all=1
     same_bits "$w27" "" "ffn=ring,pdl=0" || all=1
