@@ -593,25 +593,31 @@ typedef struct kc_ffn_job {
 /* All blocks of the grid (all resident) meet here; writes before it are visible after it to loads
  * that bypass L1 (__ldcg). bar[0] counts arrivals; the last block re-arms it, then bumps the
  * generation bar[1] that the others wait on: no reset between launches or grid sizes. */
+/* one thread's arrival and wait (the block's other threads wait at a block barrier around it);
+ * SLEEP: back off 32 ns between polls */
+template <bool SLEEP>
+__device__ __forceinline__ void kc_grid_arrive_wait(unsigned int *bar)
+{
+    unsigned int gen, now;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + 1) : "memory");
+    __threadfence(); /* the block's writes before its arrival */
+    if (atomicAdd(bar, 1u) == gridDim.x - 1) {
+        atomicExch(bar, 0u);
+        __threadfence();
+        atomicAdd(bar + 1, 1u);
+    } else {
+        do {
+            if (SLEEP) __nanosleep(32);
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(bar + 1) : "memory");
+        } while (now == gen);
+    }
+    __threadfence();
+}
+
 __device__ __forceinline__ void kc_grid_barrier(unsigned int *bar)
 {
     __syncthreads();
-    if (threadIdx.x == 0) {
-        unsigned int gen, now;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + 1) : "memory");
-        __threadfence(); /* the block's writes before its arrival */
-        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-            atomicExch(bar, 0u);
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            do {
-                __nanosleep(32);
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(bar + 1) : "memory");
-            } while (now == gen);
-        }
-        __threadfence();
-    }
+    if (threadIdx.x == 0) kc_grid_arrive_wait<true>(bar);
     __syncthreads();
 }
 

@@ -613,21 +613,7 @@ template <int NCW>
 __device__ __forceinline__ void ffr_grid_barrier(unsigned int *bar)
 {
     asm volatile("bar.sync 1, %0;" ::"r"(32 * NCW) : "memory");
-    if (threadIdx.x == 0) {
-        unsigned int gen, now;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + 1) : "memory");
-        __threadfence(); /* the block's writes before its arrival */
-        if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-            atomicExch(bar, 0u);
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            do {
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(bar + 1) : "memory");
-            } while (now == gen);
-        }
-        __threadfence();
-    }
+    if (threadIdx.x == 0) kc_grid_arrive_wait<false>(bar);
     asm volatile("bar.sync 1, %0;" ::"r"(32 * NCW) : "memory");
 }
 

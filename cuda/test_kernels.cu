@@ -1896,6 +1896,29 @@ static void test_engine_resources(void)
     free(lg);
 }
 
+/* An FFN launch's outputs against the CPU twins, each phase from that phase's device input: ff
+ * (F,) vs matvec_q8 x2 + silu within 1e-6, ffq (F/32,) vs quantize_q8(ff) and y (D,) vs y0 +
+ * matvec_q8(ffq) bit for bit; wg, wu (F, D), wd (D, F) the ggml weights, xq (D/32,) the input. */
+static void ffn_vs_twins(const char *name, int D, int F, const void *wg, const void *wu, const void *wd,
+                         const q8_block *xq, const float *y0, const float *ff, const kc_q8blk *ffq, const float *y)
+{
+    const int nbf = F / 32;
+    float *g = hnew(F), *u = hnew(F), *cs = hnew(D);
+    q8_block *ffq_cpu = (q8_block *)malloc(nbf * sizeof *ffq_cpu);
+    matvec_q8(NULL, g, wg, GGML_TYPE_Q4_0, xq, D, F);
+    matvec_q8(NULL, u, wu, GGML_TYPE_Q4_0, xq, D, F);
+    for (int r = 0; r < F; r++) g[r] = g[r] / (1.0f + expf(-g[r])) * u[r];
+    quantize_q8(ffq_cpu, ff, F);
+    matvec_q8(NULL, cs, wd, GGML_TYPE_Q4_0, (const q8_block *)ffq, F, D);
+    for (int r = 0; r < D; r++) cs[r] = y0[r] + cs[r];
+    const double rel = max_rel(ff, g, F);
+    ok(rel <= 1e-6 && n_unequal_blocks(ffq, ffq_cpu, nbf) == 0 && n_unequal(y, cs, D) == 0,
+       "%s %dx%d vs CPU twins: ff vs matvec_q8 x2 + silu max_rel %.3e <= 1e-06, ffq vs quantize_q8(ff) %zu "
+       "blocks, y vs y0 + matvec_q8(ffq) %zu unequal", name, D, F, rel, n_unequal_blocks(ffq, ffq_cpu, nbf),
+       n_unequal(y, cs, D));
+    free(g); free(u); free(cs); free(ffq_cpu);
+}
+
 /* The fused FFN (kc_ffn_q8, a persistent grid with grid barriers) against the three launches it
  * replaces (x-stationary SwiGLU, quantize_q8, down accumulate), bit for bit, and each phase against
  * its CPU twin given that phase's input; then twice back to back under PDL on a stream (the grid
@@ -1913,8 +1936,7 @@ static void test_ffn(int D, int F)
     upload(m, &Up, GGML_TYPE_Q4_0, F, D, wu);
     upload(m, &Dn, GGML_TYPE_Q4_0, D, F, wd);
     float *x = hnew(D), *y0 = hnew(D), *ff = hnew(F), *ffr = hnew(F), *s = hnew(D), *yr = hnew(D), *y = hnew(D);
-    float *g = hnew(F), *u = hnew(F), *cs = hnew(D);
-    q8_block *xq = (q8_block *)malloc(nbx * sizeof *xq), *ffq_cpu = (q8_block *)malloc(nbf * sizeof *ffq_cpu);
+    q8_block *xq = (q8_block *)malloc(nbx * sizeof *xq);
     fill(x, D, -2.0f, 2.0f);
     fill(y0, D, -1.0f, 1.0f);
     quantize_q8(xq, x, D);
@@ -1949,17 +1971,7 @@ static void test_ffn(int D, int F)
     ok(n_unequal(ff, ffr, F) == 0 && bq == 0 && n_unequal(y, yr, D) == 0,
        "bitexact ffn_q8 %dx%d vs swiglu_q8 + quantize_q8 + matvec_q8 accumulate: ff %zu/%d, ffq %zu/%d blocks, "
        "y %zu/%d unequal", D, F, n_unequal(ff, ffr, F), F, bq, nbf, n_unequal(y, yr, D), D);
-    /* each phase against its CPU twin, from that phase's device input */
-    matvec_q8(NULL, g, wg, GGML_TYPE_Q4_0, xq, D, F);
-    matvec_q8(NULL, u, wu, GGML_TYPE_Q4_0, xq, D, F);
-    for (int r = 0; r < F; r++) g[r] = g[r] / (1.0f + expf(-g[r])) * u[r];
-    quantize_q8(ffq_cpu, ff, F);
-    matvec_q8(NULL, cs, wd, GGML_TYPE_Q4_0, (const q8_block *)ffq, F, D);
-    for (int r = 0; r < D; r++) cs[r] = y0[r] + cs[r];
-    const double rel = max_rel(ff, g, F);
-    ok(rel <= 1e-6 && n_unequal_blocks(ffq, ffq_cpu, nbf) == 0 && n_unequal(y, cs, D) == 0,
-       "ffn_q8 %dx%d vs CPU twins: ff vs matvec_q8 x2 + silu max_rel %.3e <= 1e-06, ffq vs quantize_q8(ff) %zu "
-       "blocks, y vs y0 + matvec_q8(ffq) %zu unequal", D, F, rel, n_unequal_blocks(ffq, ffq_cpu, nbf), n_unequal(y, cs, D));
+    ffn_vs_twins("ffn_q8", D, F, wg, wu, wd, xq, y0, ff, ffq, y);
     free(ffq);
     /* twice back to back under PDL: y0 + s + s */
     kc_set_pdl(1);
@@ -1984,7 +1996,7 @@ static void test_ffn(int D, int F)
     }
     T_CK(cudaStreamDestroy(st));
     free(wg); free(wu); free(wd); free(x); free(y0); free(ff); free(ffr); free(s); free(yr); free(y);
-    free(g); free(u); free(cs); free(xq); free(ffq_cpu); free(ffq_ref);
+    free(xq); free(ffq_ref);
     cudaFree(dxq); cudaFree(dffq); cudaFree(dff); cudaFree(dy); cudaFree(ds); cudaFree(dbar);
     kc_model_free(m);
 }
@@ -2008,8 +2020,7 @@ static void test_ffn_ring(int D, int F, int warps)
     upload(m, &Dn, GGML_TYPE_Q4_0, D, F, wd);
     G.q8kind = Up.q8kind = Dn.q8kind = 2; /* the default q8gemv=tma routes for the reference */
     float *x = hnew(D), *y0 = hnew(D), *ff = hnew(F), *ffr = hnew(F), *yr = hnew(D), *y = hnew(D), *s = hnew(D);
-    float *g = hnew(F), *u = hnew(F), *cs = hnew(D);
-    q8_block *xq = (q8_block *)malloc(nbx * sizeof *xq), *ffq_cpu = (q8_block *)malloc(nbf * sizeof *ffq_cpu);
+    q8_block *xq = (q8_block *)malloc(nbx * sizeof *xq);
     fill(x, D, -2.0f, 2.0f);
     fill(y0, D, -1.0f, 1.0f);
     quantize_q8(xq, x, D);
@@ -2049,17 +2060,7 @@ static void test_ffn_ring(int D, int F, int warps)
     ok(n_unequal(ff, ffr, F) == 0 && bq == 0 && n_unequal(y, yr, D) == 0,
        "bitexact ffn_ring %dx%d vs swiglu_q8 (tma, quantising) + matvec_q8 (tma) accumulate: ff %zu/%d, ffq %zu/%d "
        "blocks, y %zu/%d unequal", D, F, n_unequal(ff, ffr, F), F, bq, nbf, n_unequal(y, yr, D), D);
-    /* each phase against its CPU twin, from that phase's device input */
-    matvec_q8(NULL, g, wg, GGML_TYPE_Q4_0, xq, D, F);
-    matvec_q8(NULL, u, wu, GGML_TYPE_Q4_0, xq, D, F);
-    for (int r = 0; r < F; r++) g[r] = g[r] / (1.0f + expf(-g[r])) * u[r];
-    quantize_q8(ffq_cpu, ff, F);
-    matvec_q8(NULL, cs, wd, GGML_TYPE_Q4_0, (const q8_block *)ffq, F, D);
-    for (int r = 0; r < D; r++) cs[r] = y0[r] + cs[r];
-    const double rel = max_rel(ff, g, F);
-    ok(rel <= 1e-6 && n_unequal_blocks(ffq, ffq_cpu, nbf) == 0 && n_unequal(y, cs, D) == 0,
-       "ffn_ring %dx%d vs CPU twins: ff vs matvec_q8 x2 + silu max_rel %.3e <= 1e-06, ffq vs quantize_q8(ff) %zu "
-       "blocks, y vs y0 + matvec_q8(ffq) %zu unequal", D, F, rel, n_unequal_blocks(ffq, ffq_cpu, nbf), n_unequal(y, cs, D));
+    ffn_vs_twins("ffn_ring", D, F, wg, wu, wd, xq, y0, ff, ffq, y);
     free(ffq);
     /* twice back to back under PDL: y0 + s + s, tickets and barrier re-armed */
     kc_set_pdl(1);
@@ -2091,7 +2092,7 @@ static void test_ffn_ring(int D, int F, int warps)
     }
     T_CK(cudaStreamDestroy(st));
     free(wg); free(wu); free(wd); free(x); free(y0); free(ff); free(ffr); free(yr); free(y); free(s);
-    free(g); free(u); free(cs); free(xq); free(ffq_cpu); free(ffq_ref); free(hcnt);
+    free(xq); free(ffq_ref); free(hcnt);
     cudaFree(dxq); cudaFree(dffq); cudaFree(dff); cudaFree(dy); cudaFree(ds); cudaFree(dbar); cudaFree(dcnt);
     kc_model_free(m);
 }
