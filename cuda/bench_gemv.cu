@@ -243,6 +243,37 @@ static int time_and_check(const shape *s, mats *M, const char *label, const floa
     return 0;
 }
 
+/* The 27B FFN's matrices, gate and up (F, D) and down (D, F) q4_0, in ncopy copies: enough that one
+ * pass over the copies (240 MB, `bytes` per copy) leaves none of a launch's weights in L2 for the next;
+ * quants and scales from seeds sq, sd (+ the copy and the matrix). */
+typedef struct ffn_mats {
+    int ncopy;
+    std::vector<kc_mat> g, u, dn;
+} ffn_mats;
+
+static int ffn_mats_alloc(ffn_mats *M, int D, int F, uint64_t bytes, uint32_t sq, uint32_t sd)
+{
+    M->ncopy = (int)std::max<uint64_t>(2, (240ull << 20) / bytes + 1);
+    M->g.resize(M->ncopy);
+    M->u.resize(M->ncopy);
+    M->dn.resize(M->ncopy);
+    for (int c = 0; c < M->ncopy; c++) {
+        kc_mat *ms[3] = {&M->g[c], &M->u[c], &M->dn[c]};
+        for (int k = 0; k < 3; k++)
+            if (alloc_q4(ms[k], k == 2 ? D : F, k == 2 ? F : D, sq + 13 * c + k, sd + 7 * c + k)) return 1;
+    }
+    return 0;
+}
+
+static void ffn_mats_free(ffn_mats *M)
+{
+    for (int c = 0; c < M->ncopy; c++) {
+        cudaFree(M->g[c].data); cudaFree(M->g[c].d);
+        cudaFree(M->u[c].data); cudaFree(M->u[c].d);
+        cudaFree(M->dn[c].data); cudaFree(M->dn[c].d);
+    }
+}
+
 /* The 27B FFN's two TMA GEMVs alone, back to back under PDL as in the step: the down projection (the
  * wide kernel, x in shared memory, one block per SM) at ring sizes 200 (the default: 2 stages of 8
  * rows) with its dot unrolled (q8t_dot_xs_u) and as the run-time loop (q8t_wloop), and 227 KB, and the SwiGLU (quantising its output, 2 blocks of 100 KB per SM), each with
@@ -254,15 +285,11 @@ static int bench_dtma(const float *x, kc_q8blk *xq, cudaStream_t st)
     const int D = 5120, F = 17408;
     const uint64_t bd = kc_mat_data_bytes(GGML_Q4_0, D, F) + kc_mat_scale_bytes(GGML_Q4_0, D, F);
     const uint64_t bg = 2 * (kc_mat_data_bytes(GGML_Q4_0, F, D) + kc_mat_scale_bytes(GGML_Q4_0, F, D));
-    const int ncopy = (int)std::max<uint64_t>(2, (240ull << 20) / bd + 1);
-    std::vector<kc_mat> g(ncopy), u(ncopy), dn(ncopy);
-    for (int c = 0; c < ncopy; c++) {
-        kc_mat *ms[3] = {&g[c], &u[c], &dn[c]};
-        for (int k = 0; k < 3; k++) {
-            if (alloc_q4(ms[k], k == 2 ? D : F, k == 2 ? F : D, 177u + 13 * c + k, 191u + 7 * c + k)) return 1;
-            ms[k]->q8kind = 2;
-        }
-    }
+    ffn_mats M;
+    if (ffn_mats_alloc(&M, D, F, bd, 177u, 191u)) return 1;
+    const int ncopy = M.ncopy;
+    std::vector<kc_mat> &g = M.g, &u = M.u, &dn = M.dn;
+    for (int c = 0; c < ncopy; c++) g[c].q8kind = u[c].q8kind = dn[c].q8kind = 2;
     float *ff, *y;
     kc_q8blk *ffq, *xq2;
     unsigned int *cnt;
@@ -316,11 +343,7 @@ static int bench_dtma(const float *x, kc_q8blk *xq, cudaStream_t st)
         printf("dtma\tstream_read(down quants)\t-\t-\t%.2f\t%.0f\t%llu\n", us,
                kc_mat_data_bytes(GGML_Q4_0, D, F) / us / 1e3, (unsigned long long)kc_mat_data_bytes(GGML_Q4_0, D, F));
     }
-    for (int c = 0; c < ncopy; c++) {
-        cudaFree(g[c].data); cudaFree(g[c].d);
-        cudaFree(u[c].data); cudaFree(u[c].d);
-        cudaFree(dn[c].data); cudaFree(dn[c].d);
-    }
+    ffn_mats_free(&M);
     cudaFree(ff); cudaFree(y); cudaFree(ffq); cudaFree(xq2); cudaFree(cnt);
     fflush(stdout);
     return 0;
@@ -388,15 +411,11 @@ static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
     const int D = 5120, F = 17408;
     const uint64_t bytes = 2 * (kc_mat_data_bytes(GGML_Q4_0, F, D) + kc_mat_scale_bytes(GGML_Q4_0, F, D)) +
                            kc_mat_data_bytes(GGML_Q4_0, D, F) + kc_mat_scale_bytes(GGML_Q4_0, D, F);
-    const int ncopy = (int)std::max<uint64_t>(2, (240ull << 20) / bytes + 1);
-    std::vector<kc_mat> g(ncopy), u(ncopy), dn(ncopy);
-    for (int c = 0; c < ncopy; c++) {
-        kc_mat *ms[3] = {&g[c], &u[c], &dn[c]};
-        for (int k = 0; k < 3; k++) {
-            if (alloc_q4(ms[k], k == 2 ? D : F, k == 2 ? F : D, 77u + 13 * c + k, 91u + 7 * c + k)) return 1;
-            ms[k]->early = 1;
-        }
-    }
+    ffn_mats M;
+    if (ffn_mats_alloc(&M, D, F, bytes, 77u, 91u)) return 1;
+    const int ncopy = M.ncopy;
+    std::vector<kc_mat> &g = M.g, &u = M.u, &dn = M.dn;
+    for (int c = 0; c < ncopy; c++) g[c].early = u[c].early = dn[c].early = 1;
     float *ff, *y;
     kc_q8blk *ffq;
     unsigned int *bar, *cnt;
@@ -469,11 +488,7 @@ static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
         if (time_batches(read3, 0, st, &us)) return 1;
         printf("ffn\tstream_read(quants, 3 launches)\t-\t-\t%.2f\t%.0f\t%llu\n", us, qb / us / 1e3, (unsigned long long)qb);
     }
-    for (int c = 0; c < ncopy; c++) {
-        cudaFree(g[c].data); cudaFree(g[c].d);
-        cudaFree(u[c].data); cudaFree(u[c].d);
-        cudaFree(dn[c].data); cudaFree(dn[c].d);
-    }
+    ffn_mats_free(&M);
     cudaFree(ff); cudaFree(y); cudaFree(ffq); cudaFree(bar); cudaFree(cnt);
     fflush(stdout);
     return 0;
