@@ -439,25 +439,32 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matv
     } else {
         q8x_load_x<XN>(xq, nb, xa, xb, xd, xs);
     }
+    /* Per row: the residual's old value (accumulate) is loaded BEFORE the stage's wait, so its round
+     * trip overlaps the wait and the dot, and the stage is released before y is written: ncu put
+     * the down projection's warps 3.4 of 10.6 cycles per instruction in long-scoreboard stalls,
+     * lane 0 waiting on y[r] between the dot and the release (PERF-NOTES v18 row 5). Same bits; the
+     * 27B step `ab` 0.9844 (v19 row 1). */
     for (int u = u0; u < u1; u++) {
         const int s = (u - u0) % ns, lap = (u - u0) / ns;
+        const int row = u * Q8T_ROWS + warp;
+        float *yr = NULL, yold = 0.0f;
+        if (row < total) {
+            const int mi = q8_job_mat(job, row);
+            yr = job.y[mi] + (row - job.gstart[mi]);
+            if (job.accumulate && lane == 0) yold = *yr;
+        }
         mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
 #ifdef KC_Q8T_DBG
         if (u == u0 && threadIdx.x == 0) t_first = q8t_now();
 #endif
-        const int row = u * Q8T_ROWS + warp;
-        if (row < total && !Q8T_SKIP(2)) {
-            const float sum = XS ? (NBL >= 8 ? q8t_dot_xs_u<NBL>(ring + s * stage_bytes, nb, warp, xsm)
-                                             : q8t_dot_xs(ring + s * stage_bytes, nb, warp, (nb + 31) / 32, xsm))
-                                 : q8t_dot<XN>(ring + s * stage_bytes, nb, warp, xa, xb, xd, xs);
-            const int mi = q8_job_mat(job, row), r = row - job.gstart[mi];
-            if (lane == 0) {
-                float *y = job.y[mi];
-                y[r] = job.accumulate ? y[r] + sum : sum;
-            }
-        }
+        float sum = 0.0f;
+        if (row < total && !Q8T_SKIP(2))
+            sum = XS ? (NBL >= 8 ? q8t_dot_xs_u<NBL>(ring + s * stage_bytes, nb, warp, xsm)
+                                 : q8t_dot_xs(ring + s * stage_bytes, nb, warp, (nb + 31) / 32, xsm))
+                     : q8t_dot<XN>(ring + s * stage_bytes, nb, warp, xa, xb, xd, xs);
         __syncwarp();
         if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
+        if (row < total && !Q8T_SKIP(2) && lane == 0) *yr = job.accumulate ? yold + sum : sum;
     }
     Q8T_REC(job.W[0].data, t_entry, t_wait, t_first);
     if (tail.x) q8t_tail_norm(tail, tcnt, ring);
