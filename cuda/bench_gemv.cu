@@ -349,6 +349,26 @@ static int bench_dtma(const float *x, kc_q8blk *xq, cudaStream_t st)
     return 0;
 }
 
+/* The TMA kernels' per-block records (KC_Q8T_DBG) of what run() launches on st, into rec: the device
+ * buffer drec (cap,) armed, run, synchronised, read back (at most cap records), disarmed */
+template <typename F>
+static int q8t_dbg_capture(q8t_dbg_rec *drec, unsigned cap, F run, cudaStream_t st, std::vector<q8t_dbg_rec> &rec)
+{
+    const unsigned zero = 0;
+    q8t_dbg_rec *null = NULL;
+    CK(cudaMemcpyToSymbol(g_q8t_dbg, &drec, sizeof drec));
+    CK(cudaMemcpyToSymbol(g_q8t_dbg_cap, &cap, sizeof cap));
+    CK(cudaMemcpyToSymbol(g_q8t_dbg_n, &zero, sizeof zero));
+    CK(run());
+    CK(cudaStreamSynchronize(st));
+    unsigned n = 0;
+    CK(cudaMemcpyFromSymbol(&n, g_q8t_dbg_n, sizeof n));
+    rec.resize(n < cap ? n : cap);
+    CK(cudaMemcpy(rec.data(), drec, rec.size() * sizeof *drec, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpyToSymbol(g_q8t_dbg, &null, sizeof null));
+    return 0;
+}
+
 /* One FFN (copy 0) right after another (copy 1) under PDL, with the TMA kernels' per-block timeline
  * (KC_Q8T_DBG): for the gate/up records (the SwiGLU kernel, or the ring FFN's first phase) and the
  * down records (the down kernel, or the ring's second phase), each field's [min, median, max] over
@@ -359,24 +379,19 @@ template <typename F>
 static int ffn_timeline(const char *name, F run, const void *gw, const void *dw, cudaStream_t st)
 {
     q8t_dbg_rec *drec;
-    const unsigned dcap = 4096, zero = 0;
+    const unsigned dcap = 4096;
     CK(cudaMalloc(&drec, dcap * sizeof *drec));
-    CK(cudaMemcpyToSymbol(g_q8t_dbg, &drec, sizeof drec));
-    CK(cudaMemcpyToSymbol(g_q8t_dbg_cap, &dcap, sizeof dcap));
-    CK(cudaMemcpyToSymbol(g_q8t_dbg_n, &zero, sizeof zero));
-    kc_set_pdl(1);
-    CK(run(1));
-    CK(run(0));
-    kc_set_pdl(0);
-    CK(cudaStreamSynchronize(st));
-    unsigned n = 0;
-    CK(cudaMemcpyFromSymbol(&n, g_q8t_dbg_n, sizeof n));
-    if (n > dcap) n = dcap;
-    std::vector<q8t_dbg_rec> rec(n);
-    CK(cudaMemcpy(rec.data(), drec, n * sizeof *drec, cudaMemcpyDeviceToHost));
-    q8t_dbg_rec *null = NULL;
-    CK(cudaMemcpyToSymbol(g_q8t_dbg, &null, sizeof null));
+    std::vector<q8t_dbg_rec> rec;
+    auto both = [&]() -> cudaError_t {
+        kc_set_pdl(1);
+        cudaError_t e = run(1);
+        if (e == cudaSuccess) e = run(0);
+        kc_set_pdl(0);
+        return e;
+    };
+    const int rc = q8t_dbg_capture(drec, dcap, both, st, rec);
     cudaFree(drec);
+    if (rc) return 1;
     unsigned long long T0 = ~0ull;
     for (auto &r : rec)
         if (r.w == gw) T0 = std::min(T0, r.t_entry);
@@ -955,21 +970,13 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
             printf("l2\tchain16x%dx%d_%s\t-\t-\t%.2f\t%.0f\t%llu\n", D, D, mode[md], us, total / us / 1e3,
                    (unsigned long long)total);
             if (md >= 4) { /* one more chain with the per-block timeline recorded */
-                const unsigned zero = 0;
-                CK(cudaMemcpyToSymbol(g_q8t_dbg, &drec, sizeof drec));
-                CK(cudaMemcpyToSymbol(g_q8t_dbg_cap, &dcap, sizeof dcap));
-                CK(cudaMemcpyToSymbol(g_q8t_dbg_n, &zero, sizeof zero));
-                CK(prep());
-                CK(chain());
-                CK(cudaStreamSynchronize(st));
+                std::vector<q8t_dbg_rec> rec;
+                auto prep_chain = [&]() -> cudaError_t {
+                    const cudaError_t e = prep();
+                    return e == cudaSuccess ? chain() : e;
+                };
+                if (q8t_dbg_capture(drec, dcap, prep_chain, st, rec)) return 1;
                 CK(after());
-                unsigned n = 0;
-                CK(cudaMemcpyFromSymbol(&n, g_q8t_dbg_n, sizeof n));
-                if (n > dcap) n = dcap;
-                std::vector<q8t_dbg_rec> rec(n);
-                CK(cudaMemcpy(rec.data(), drec, n * sizeof *drec, cudaMemcpyDeviceToHost));
-                q8t_dbg_rec *null = NULL;
-                CK(cudaMemcpyToSymbol(g_q8t_dbg, &null, sizeof null));
                 unsigned long long T0 = ~0ull;
                 for (auto &r : rec) T0 = std::min(T0, r.t_entry);
                 printf("# timeline %s (us from the first block's entry): gemv entry[min,max] wait[min,max] first_stage[max] end[min,max] blocks maxPerSM SMs\n", mode[md]);

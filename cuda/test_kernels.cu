@@ -274,6 +274,14 @@ static_assert(sizeof(kc_q8blk) == sizeof(q8_block) && sizeof(kc_q8blk) == 48, "k
 
 /* blocks that differ in any byte, except that two NaN scales count as equal (the device's
  * NaN is the canonical 0x7fffffff, the host's keeps the payload of the NaN it came from) */
+/* device q8 blocks against device q8 blocks read back: any byte different */
+static size_t n_unequal_dev_blocks(const kc_q8blk *a, const kc_q8blk *b, int nblk)
+{
+    size_t c = 0;
+    for (int i = 0; i < nblk; i++) c += memcmp(&a[i], &b[i], sizeof(kc_q8blk)) != 0;
+    return c;
+}
+
 static size_t n_unequal_blocks(const kc_q8blk *a, const q8_block *b, int nblk)
 {
     size_t c = 0;
@@ -1966,8 +1974,7 @@ static void test_ffn(int D, int F)
     get_f(ff, dff, F);
     get_f(y, dy, D);
     kc_q8blk *ffq = get_q8(dffq, nbf);
-    size_t bq = 0;
-    for (int i = 0; i < nbf; i++) bq += memcmp(&ffq[i], &ffq_ref[i], sizeof(kc_q8blk)) != 0;
+    const size_t bq = n_unequal_dev_blocks(ffq, ffq_ref, nbf);
     ok(n_unequal(ff, ffr, F) == 0 && bq == 0 && n_unequal(y, yr, D) == 0,
        "bitexact ffn_q8 %dx%d vs swiglu_q8 + quantize_q8 + matvec_q8 accumulate: ff %zu/%d, ffq %zu/%d blocks, "
        "y %zu/%d unequal", D, F, n_unequal(ff, ffr, F), F, bq, nbf, n_unequal(y, yr, D), D);
@@ -2055,8 +2062,7 @@ static void test_ffn_ring(int D, int F, int warps)
     get_f(ff, dff, F);
     get_f(y, dy, D);
     kc_q8blk *ffq = get_q8(dffq, nbf);
-    size_t bq = 0;
-    for (int i = 0; i < nbf; i++) bq += memcmp(&ffq[i], &ffq_ref[i], sizeof(kc_q8blk)) != 0;
+    const size_t bq = n_unequal_dev_blocks(ffq, ffq_ref, nbf);
     ok(n_unequal(ff, ffr, F) == 0 && bq == 0 && n_unequal(y, yr, D) == 0,
        "bitexact ffn_ring %dx%d vs swiglu_q8 (tma, quantising) + matvec_q8 (tma) accumulate: ff %zu/%d, ffq %zu/%d "
        "blocks, y %zu/%d unequal", D, F, n_unequal(ff, ffr, F), F, bq, nbf, n_unequal(y, yr, D), D);
