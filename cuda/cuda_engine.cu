@@ -37,9 +37,9 @@
  * the FFN as the SwiGLU and down launches, or one persistent launch with grid barriers, for the
  * 2B/9B/27B widths, or one launch streaming both phases through one TMA ring per SM), gdn=split|fused (dot=q8, kd = vd = 128: a GDN layer's conv/norm/beta prep and
  * delta rule as two launches (default), or one with the v-heads of a k-head as a thread-block cluster:
- * measured slower, PERF-NOTES v14), attn=split|gqa (the decode attention: one block per q head and
- * split, or one per kv head and split for the q heads sharing it, each K/V row read once; shapes
- * gqa does not take use split; default split),
+ * measured slower, PERF-NOTES v14), attn=split|gqa|short (the decode attention: one block per q head and split, or one per kv head and split (gqa, for
+ * the shapes it takes), or (short, the default) one block per q head for the steps of n <= attn_short positions (attn_short=N, default 256) and
+ * split beyond, PERF-NOTES v20), delta_pf=0|1 (the delta rule's state L2-prefetched before the PDL wait: same bits, no gain measured; default 0),
  * gemv_early=0|1 (x-stationary q8 GEMVs load their first row of weights before
  * waiting on the previous kernel, default 1), pf_next=MB (0..64: each q8 GEMV L2-prefetches the first MB megabytes of the next GEMV's weights
  * as its warps start their last row; 0 = off),
@@ -70,7 +70,8 @@ extern "C" {
 #define FFN_FUSED_DEFAULT 0 /* option ffn: split until measured (PERF-NOTES v13) */
 #define GEMV_EARLY_DEFAULT 1 /* option gemv_early: on, ab 0.9755 against off (PERF-NOTES v12 row 6) */
 #define GDN_FUSED_DEFAULT 0 /* option gdn: split; fused measured slower, ab 1.0365 (PERF-NOTES v14 row 1) */
-#define ATTN_GQA_DEFAULT 0 /* option attn: split until measured (PERF-NOTES v17) */
+#define ATTN_GQA_DEFAULT 2 /* option attn: short (one block per q head) up to attn_short positions, then split (PERF-NOTES v20) */
+#define ATTN_SHORT_DEFAULT 256 /* option attn_short: positions up to which attn=short takes its one-block kernel (v20: bench crossover 256-512) */
 #define Q8KIND_DEFAULT 2 /* option q8gemv: tma, ab 0.9777 against xs (PERF-NOTES v15) */
 #define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */
 #define Q8T_SM_DEFAULT 2
@@ -101,6 +102,7 @@ struct kestrel_engine {
 typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
     int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wu, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, carveout, rms_fold, norm_tail;
+    int attn_short, delta_pf;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -129,7 +131,7 @@ static const choice_opt k_choices[] = {
     {"q8wide", {"stream", "nc", "smem", "xs"}, {0, 1, 2, 3}, offsetof(kc_opts, q8wide)},
     {"ffn", {"split", "fused", "ring"}, {0, 1, 2}, offsetof(kc_opts, ffn_fused)},
     {"gdn", {"split", "fused"}, {0, 1}, offsetof(kc_opts, gdn_fused)},
-    {"attn", {"split", "gqa"}, {0, 1}, offsetof(kc_opts, attn_gqa)},
+    {"attn", {"split", "gqa", "short"}, {0, 1, 2}, offsetof(kc_opts, attn_gqa)},
     {"dot", {"q8", "f32"}, {1, 0}, offsetof(kc_opts, dot_q8)},
 };
 
@@ -190,6 +192,8 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->ffn_fused = FFN_FUSED_DEFAULT;
     o->gdn_fused = GDN_FUSED_DEFAULT;
     o->attn_gqa = ATTN_GQA_DEFAULT;
+    o->attn_short = ATTN_SHORT_DEFAULT;
+    o->delta_pf = 0;
     o->q8kind = Q8KIND_DEFAULT;
     o->q8t_kb = Q8T_KB_DEFAULT;
     o->q8t_sm = Q8T_SM_DEFAULT;
@@ -249,6 +253,8 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "q8t_skip") && v <= 15) o->q8t_skip = (int)v;
         else if (!strcmp(kv, "rms_fold") && v <= 1) o->rms_fold = (int)v;
         else if (!strcmp(kv, "norm_tail") && v <= 1) o->norm_tail = (int)v;
+        else if (!strcmp(kv, "attn_short") && v <= 4096) o->attn_short = (int)v;
+        else if (!strcmp(kv, "delta_pf") && v <= 1) o->delta_pf = (int)v;
         else if (!strcmp(kv, "carveout") && v <= 101) o->carveout = v == 101 ? -1 : (int)v;
         else if (!strcmp(kv, "q8t_okb") && (v == 0 || (v >= 16 && v <= 227))) o->q8t_okb = (int)v;
         else if (!strcmp(kv, "q8t_osm") && v <= 4) o->q8t_osm = (int)v;
@@ -259,7 +265,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1, norm_tail=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1, norm_tail=0|1, attn_short=0..4096, delta_pf=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -549,6 +555,8 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->ffn_fused = o.ffn_fused;
     e->m->gdn_fused = o.gdn_fused;
     e->m->attn_gqa = o.attn_gqa;
+    e->m->attn_short = o.attn_short;
+    e->m->delta_pf = o.delta_pf;
     e->m->q8kind = o.q8kind;
     e->m->q8t_kb = o.q8t_kb;
     e->m->q8t_sm = o.q8t_sm;
@@ -676,7 +684,7 @@ static int kc_forward(kestrel_engine *e, const int32_t *tokens, int32_t n, uint3
     KC_CK(m, cudaMemsetAsync(&m->ctl->idx, 0, sizeof(int32_t), m->st));
     for (int32_t i = 0; i < n; i++) {
         const int want = all || i == n - 1;
-        if (kc_model_step(m, want, cap)) goto fail;
+        if (kc_model_step(m, want, cap, e->pos + i + 1)) goto fail;
         if (want && logits)
             KC_CK(m, cudaMemcpyAsync(logits + (all ? (size_t)i * V : 0), m->logits, V * sizeof(float),
                                      cudaMemcpyDeviceToHost, m->st));

@@ -1758,6 +1758,16 @@ cudaError_t kc_delta_step_norm_q8(float *S, const float *q, const float *k, cons
     return cudaGetLastError();
 }
 
+cudaError_t kc_delta_step_norm_q8_pf(float *S, const float *q, const float *k, const float *v, const float *g,
+                                     const float *beta, float *o, const float *z, const float *w, float eps,
+                                     float *y, kc_q8blk *yq, int kh, int kd, int vh, int vd, cudaStream_t st)
+{
+    if (kd != 128 || vd != 128) return cudaErrorInvalidValue;
+    kc_launch(delta_step_pf_kernel, vh, 128, 2 * (size_t)kd * sizeof(float), st, S, q, k, v, g, beta, o, kh, kd, vh,
+              vd, z, w, eps, y, yq);
+    return cudaGetLastError();
+}
+
 /* ------------------------------------------------------------------ attention */
 
 __global__ void rope_neox_kernel(float *x, int hd, int rd, float base, const int32_t *pos)
@@ -2048,6 +2058,135 @@ __global__ void attention_split_kernel(const float *q, const float *kc,
         if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
     }
     if (threadIdx.x == 0) cnt[h] = 0;
+}
+
+/* Short-context attention (option attn=short): ONE block per q head does everything, no partials,
+ * ticket or merge: warp w takes positions w, w+8, ..., lane l holds dims 4l + 128j (j < HD4) of q and
+ * of its rows; each warp loads AS_ROWS rows of K and V at once (one round trip per 8 * AS_ROWS
+ * positions), keeps an online softmax (max, sum, hd/32 accumulators per lane), and the 8 warps merge
+ * in shared memory. Why: at ctx 1 the split kernel's chain (q, K, V, partials, fence, ticket,
+ * partials again, gate: ~7 dependent round trips) cost 12.5 us per attention layer of the step for
+ * a few positions (PERF-NOTES v17 knockouts); here q, gate, K and V are one round trip after pos.
+ * Correct for any n, but 24 blocks stream n rows each: the engine takes it for the steps whose n is
+ * at most attn_short (a graph per kind of step), the split kernel beyond (v20: with the split's
+ * work inside this register-heavy kernel, one block per SM, n = 512 took 27 us instead of 14).
+ * Not the same bits as the split kernel (other sums): within 1e-5 of the CPU twin (test_kernels).
+ * grid nh; dynamic smem: 8 * hd floats. */
+#define AS_WARPS (ATTN_THREADS / 32)
+template <int HD4>
+__global__ void __launch_bounds__(ATTN_THREADS) attention_short_kernel(const float *q, const float *kc,
+                                                                       const float *vc, const float *gate, int gs,
+                                                                       float *__restrict__ out,
+                                                                       kc_q8blk *__restrict__ oq, int nh, int nkv,
+                                                                       int hd, float scale, const int32_t *pos)
+{
+    constexpr int AS_ROWS = 16 / HD4; /* rows per warp per round trip: 2 * 16 float4 of K and V per lane */
+    kc_pdl_begin();
+    const int n = *pos + 1;
+    extern __shared__ float sm[]; /* (AS_WARPS, hd) the warps' accumulators */
+    __shared__ float wm[AS_WARPS], wl[AS_WARPS];
+    const int h = blockIdx.x, kvh = h / (nh / nkv), lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const size_t rs = (size_t)nkv * hd; /* cache row stride */
+    float4 qv[HD4];
+#pragma unroll
+    for (int j = 0; j < HD4; j++) qv[j] = ((const float4 *)(q + (size_t)h * hd))[lane + 32 * j];
+    float gv[HD4 > 2 ? 2 : 1]; /* the gate of this thread's output dims d = threadIdx.x + 256 i */
+#pragma unroll
+    for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
+        const int d = threadIdx.x + ATTN_THREADS * i;
+        gv[i] = d < hd ? gate[(size_t)h * gs + d] : 0.0f;
+    }
+    float m = -INFINITY, l = 0.0f;
+    float4 acc[HD4];
+#pragma unroll
+    for (int j = 0; j < HD4; j++) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const float *kb = kc + (size_t)kvh * hd, *vb = vc + (size_t)kvh * hd;
+    for (int t0 = wid; t0 < n; t0 += AS_WARPS * AS_ROWS) {
+        float4 kr[AS_ROWS][HD4], vr[AS_ROWS][HD4];
+#pragma unroll
+        for (int i = 0; i < AS_ROWS; i++) {
+            const int t = t0 + AS_WARPS * i;
+            if (t < n) {
+#pragma unroll
+                for (int j = 0; j < HD4; j++) {
+                    kr[i][j] = ((const float4 *)(kb + (size_t)t * rs))[lane + 32 * j];
+                    vr[i][j] = ((const float4 *)(vb + (size_t)t * rs))[lane + 32 * j];
+                }
+            }
+        }
+        float s[AS_ROWS];
+#pragma unroll
+        for (int i = 0; i < AS_ROWS; i++) {
+            s[i] = 0.0f;
+            if (t0 + AS_WARPS * i < n)
+#pragma unroll
+                for (int j = 0; j < HD4; j++)
+                    s[i] += qv[j].x * kr[i][j].x + qv[j].y * kr[i][j].y + qv[j].z * kr[i][j].z + qv[j].w * kr[i][j].w;
+        }
+#pragma unroll
+        for (int off = 16; off; off >>= 1)
+#pragma unroll
+            for (int i = 0; i < AS_ROWS; i++) s[i] += __shfl_xor_sync(0xffffffffu, s[i], off);
+        float mc = m;
+#pragma unroll
+        for (int i = 0; i < AS_ROWS; i++)
+            if (t0 + AS_WARPS * i < n) {
+                s[i] *= scale;
+                mc = fmaxf(mc, s[i]);
+            }
+        const float corr = expf(m - mc); /* 0 on the first round (m = -inf, mc finite) */
+        l *= corr;
+#pragma unroll
+        for (int j = 0; j < HD4; j++) {
+            acc[j].x *= corr;
+            acc[j].y *= corr;
+            acc[j].z *= corr;
+            acc[j].w *= corr;
+        }
+#pragma unroll
+        for (int i = 0; i < AS_ROWS; i++)
+            if (t0 + AS_WARPS * i < n) {
+                const float p = expf(s[i] - mc);
+                l += p;
+#pragma unroll
+                for (int j = 0; j < HD4; j++) {
+                    acc[j].x += p * vr[i][j].x;
+                    acc[j].y += p * vr[i][j].y;
+                    acc[j].z += p * vr[i][j].z;
+                    acc[j].w += p * vr[i][j].w;
+                }
+            }
+        m = mc;
+    }
+#pragma unroll
+    for (int j = 0; j < HD4; j++) ((float4 *)(sm + (size_t)wid * hd))[lane + 32 * j] = acc[j];
+    if (lane == 0) {
+        wm[wid] = m;
+        wl[wid] = l;
+    }
+    __syncthreads();
+    float M = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < AS_WARPS; w++) M = fmaxf(M, wm[w]);
+    float ew[AS_WARPS], L = 0.0f;
+#pragma unroll
+    for (int w = 0; w < AS_WARPS; w++) { /* a warp without positions (n < 8): m = -inf, weight 0 */
+        ew[w] = wm[w] == -INFINITY ? 0.0f : expf(wm[w] - M);
+        L += ew[w] * wl[w];
+    }
+    const float inv = 1.0f / L;
+#pragma unroll
+    for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
+        const int d = threadIdx.x + ATTN_THREADS * i;
+        if (d < hd) { /* warp-uniform: hd % 32 == 0 */
+            float a = 0.0f;
+#pragma unroll
+            for (int w = 0; w < AS_WARPS; w++) a += ew[w] * sm[(size_t)w * hd + d];
+            const float o = a * inv * (1.0f / (1.0f + expf(-gv[i])));
+            out[(size_t)h * hd + d] = o;
+            if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
+        }
+    }
 }
 
 /* The same split attention with one block per (kv head, split) for all G = nh/nkv q-heads that share
@@ -2341,6 +2480,29 @@ cudaError_t kc_attention_split(const float *q, const float *kc, const float *vc,
     if (smem > 48 * 1024 || (oq && hd % 32) || nh % nkv) return cudaErrorInvalidValue;
     kc_launch(attention_split_kernel, dim3(nh, ns), ATTN_THREADS, smem, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd,
               scale, pos, part, cnt, cmax);
+    return cudaGetLastError();
+}
+
+int kc_attention_short_ok(int nh, int nkv, int hd)
+{
+    return nkv >= 1 && nh % nkv == 0 && (hd == 128 || hd == 256 || hd == 512);
+}
+
+cudaError_t kc_attention_short(const float *q, const float *kc, const float *vc, const float *gate, int gs,
+                               float *out, kc_q8blk *oq, int nh, int nkv, int hd, float scale, const int32_t *pos,
+                               cudaStream_t st)
+{
+    if (!kc_attention_short_ok(nh, nkv, hd)) return cudaErrorInvalidValue;
+    const size_t smem = (size_t)AS_WARPS * hd * sizeof(float);
+    if (hd == 128)
+        kc_launch(attention_short_kernel<1>, nh, ATTN_THREADS, smem, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd,
+                  scale, pos);
+    else if (hd == 256)
+        kc_launch(attention_short_kernel<2>, nh, ATTN_THREADS, smem, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd,
+                  scale, pos);
+    else
+        kc_launch(attention_short_kernel<4>, nh, ATTN_THREADS, smem, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd,
+                  scale, pos);
     return cudaGetLastError();
 }
 

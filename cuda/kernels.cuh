@@ -326,6 +326,10 @@ cudaError_t kc_delta_step(float *S, const float *q, const float *k, const float 
 cudaError_t kc_delta_step_norm_q8(float *S, const float *q, const float *k, const float *v, const float *g,
                                   const float *beta, float *o, const float *z, const float *w, float eps,
                                   float *y, kc_q8blk *yq, int kh, int kd, int vh, int vd, cudaStream_t st);
+/* the same with each head's S prefetched into L2 before the PDL wait (option delta_pf): same bits */
+cudaError_t kc_delta_step_norm_q8_pf(float *S, const float *q, const float *k, const float *v, const float *g,
+                                     const float *beta, float *o, const float *z, const float *w, float eps,
+                                     float *y, kc_q8blk *yq, int kh, int kd, int vh, int vd, cudaStream_t st);
 
 /* One GDN layer's gdn_prep + kc_delta_step_norm_q8 in ONE launch (gdn_step_kernel), bit-identical
  * to the two: the same pointers and shapes as those two calls (v = conv + 2*kh*kd, qn/kn/conv/hist
@@ -387,6 +391,15 @@ int kc_attention_splits(int ctx);
 cudaError_t kc_attention_split(const float *q, const float *kc, const float *vc, const float *gate, int gs,
                                float *out, kc_q8blk *oq, int nh, int nkv, int hd, int ctx, float scale,
                                const int32_t *pos, float *part, unsigned int *cnt, cudaStream_t st);
+/* kc_attention with ONE block per q head and no shared-memory score buffer (option attn=short): every
+ * position's K and V rows read by the head's block, an online softmax per warp, the warps merged in
+ * shared memory; oq as kc_attention_split. Any n, but meant for short contexts (the engine takes it
+ * up to attn_short positions, the split kernel beyond). Within rounding of kc_attention.
+ * kc_attention_short_ok: hd 128, 256 or 512, nkv | nh. */
+int kc_attention_short_ok(int nh, int nkv, int hd);
+cudaError_t kc_attention_short(const float *q, const float *kc, const float *vc, const float *gate, int gs,
+                               float *out, kc_q8blk *oq, int nh, int nkv, int hd, float scale, const int32_t *pos,
+                               cudaStream_t st);
 /* kc_attention_split with one block per (kv head, split) for the nh/nkv q-heads sharing it (each K and
  * V row read once, option attn=gqa): same arguments, partials and tickets (cnt (nkv,) used), out
  * within rounding of kc_attention. kc_attention_gqa_ok: the shapes it takes (hd 128, 256 or 512,

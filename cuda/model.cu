@@ -237,7 +237,7 @@ int kc_model_reserve_tokens(kc_model *m, int n)
     ALLOC(m->tokens, cap);
     ALLOC(m->argmax, cap);
     m->tok_cap = cap;
-    for (int i = 0; i < 2; i++) { /* graphs captured the old pointers */
+    for (int i = 0; i < KC_STEP_KINDS; i++) { /* graphs captured the old pointers */
         if (m->graph[i]) cudaGraphExecDestroy(m->graph[i]);
         m->graph[i] = NULL;
     }
@@ -270,7 +270,7 @@ cleanup:
 void kc_model_free(kc_model *m)
 {
     if (!m) return;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < KC_STEP_KINDS; i++)
         if (m->graph[i]) cudaGraphExecDestroy(m->graph[i]);
     if (m->prof_ev) {
         for (int i = 0; i < 2 * KC_PROF_MAX_EVENTS; i++)
@@ -675,8 +675,9 @@ int kc_layer_step(kc_model *m, int l)
                                         prep_ba ? (const float *)L->alpha_w.data : NULL, D, st));
             if (q8_out && variant) { /* delta + gated norm + quantisation: one launch */
                 RUN("delta_step_norm_q8",
-                    kc_delta_step_norm_q8(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o,
-                                          g->z, L->ssm_norm, d->eps, g->o_norm, m->xq, d->kh, d->kd, d->vh, d->vd, st));
+                    (m->delta_pf ? kc_delta_step_norm_q8_pf : kc_delta_step_norm_q8)(
+                        S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o, g->z, L->ssm_norm,
+                        d->eps, g->o_norm, m->xq, d->kh, d->kd, d->vh, d->vd, st));
             } else {
                 RUN(variant ? "delta_step_reg" : "delta_step",
                     kc_delta_step(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o, d->kh,
@@ -720,9 +721,13 @@ int kc_layer_step(kc_model *m, int l)
         /* q/k norms, RoPE and the KV append: one launch (bit-identical to the five) */
         RUN("attn_prep", kc_attn_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, m->aq, kc, vc, d->nh, d->nkv, hd,
                                       d->rope_dim, d->rope_base, d->eps, &m->ctl->pos, st));
-        /* split over positions, the output quantised for wo by the same launch (dot=q8) */
+        /* one block per q head up to attn_short positions (attn=short, the default: this step's kind),
+         * else split over positions; the output quantised for wo by the same launch (dot=q8) */
         const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
-        if (m->attn_gqa && kc_attention_gqa_ok(d->nh, d->nkv, hd, d->ctx))
+        if (m->attn_short_step && kc_attention_short_ok(d->nh, d->nkv, hd))
+            RUN("attention_short", kc_attention_short(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL,
+                                                      d->nh, d->nkv, hd, 1.0f / sqrtf((float)hd), &m->ctl->pos, st));
+        else if (m->attn_gqa == 1 && kc_attention_gqa_ok(d->nh, d->nkv, hd, d->ctx))
             RUN("attention_gqa", kc_attention_gqa(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh,
                                                   d->nkv, hd, d->ctx, 1.0f / sqrtf((float)hd), &m->ctl->pos,
                                                   m->attn_part, m->attn_cnt, st));
@@ -835,9 +840,9 @@ cleanup:
     return rc;
 }
 
-/* Capture step_body into m->graph[want_logits]. On a capture failure the graph is
+/* Capture step_body into m->graph[kind]. On a capture failure the graph is
  * switched off (m->use_graph = 0) and 0 is returned: the caller runs the plain step. */
-static int capture_graph(kc_model *m, int want_logits)
+static int capture_graph(kc_model *m, int want_logits, int kind)
 {
     int rc = -1;
     cudaGraph_t g = NULL;
@@ -854,7 +859,7 @@ static int capture_graph(kc_model *m, int want_logits)
         goto cleanup;
     }
     KC_CK(m, cudaStreamEndCapture(m->st, &g));
-    KC_CK(m, cudaGraphInstantiate(&m->graph[want_logits], g, 0));
+    KC_CK(m, cudaGraphInstantiate(&m->graph[kind], g, 0));
     rc = 0;
 cleanup:
     if (g) cudaGraphDestroy(g);
@@ -872,34 +877,36 @@ cleanup:
     return rc;
 }
 
-int kc_model_step(kc_model *m, int want_logits, int capture)
+int kc_model_step(kc_model *m, int want_logits, int capture, int n_pos)
 {
     int rc = -1, st_rc;
     const int trace = m->prof == 2;
     want_logits = want_logits ? 1 : 0;
+    m->attn_short_step = m->attn_gqa == 2 && n_pos <= m->attn_short;
+    const int kind = want_logits + 2 * m->attn_short_step;
     if (trace) KC_CK(m, cudaMemsetAsync(m->trace_n, 0, sizeof *m->trace_n, m->st));
     if (m->use_graph && !capture && m->prof != 1) {
-        if (!m->graph[want_logits]) { /* trace: the launch sequence of this step kind, logged at capture */
-            m->trace_len[want_logits] = 0;
-            if (trace) kc_set_launch_log(m->trace_seq[want_logits], KC_PROF_MAX_EVENTS, &m->trace_len[want_logits]);
-            st_rc = capture_graph(m, want_logits);
+        if (!m->graph[kind]) { /* trace: the launch sequence of this step kind, logged at capture */
+            m->trace_len[kind] = 0;
+            if (trace) kc_set_launch_log(m->trace_seq[kind], KC_PROF_MAX_EVENTS, &m->trace_len[kind]);
+            st_rc = capture_graph(m, want_logits, kind);
             kc_set_launch_log(NULL, 0, NULL);
             if (st_rc) goto cleanup;
         }
         if (m->use_graph) {
-            KC_CK(m, cudaGraphLaunch(m->graph[want_logits], m->st));
-            if (trace && trace_collect(m, want_logits)) goto cleanup;
+            KC_CK(m, cudaGraphLaunch(m->graph[kind], m->st));
+            if (trace && trace_collect(m, kind)) goto cleanup;
             rc = 0;
             goto cleanup;
         }
     }
-    m->trace_len[want_logits] = 0;
-    if (trace) kc_set_launch_log(m->trace_seq[want_logits], KC_PROF_MAX_EVENTS, &m->trace_len[want_logits]);
+    m->trace_len[kind] = 0;
+    if (trace) kc_set_launch_log(m->trace_seq[kind], KC_PROF_MAX_EVENTS, &m->trace_len[kind]);
     st_rc = step_body(m, want_logits, capture);
     kc_set_launch_log(NULL, 0, NULL);
     if (st_rc) goto cleanup;
     if (m->prof == 1 && kc_prof_collect(m)) goto cleanup;
-    if (trace && trace_collect(m, want_logits)) goto cleanup;
+    if (trace && trace_collect(m, kind)) goto cleanup;
     rc = 0;
 cleanup:
     return rc;

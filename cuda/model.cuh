@@ -71,6 +71,7 @@ typedef struct kc_gdn_scratch {
 
 #define KC_PROF_MAX_NAMES 64
 #define KC_PROF_MAX_EVENTS 4096
+#define KC_STEP_KINDS 4 /* graphs: with/without logits x short/split attention */
 
 typedef struct kc_model {
     kc_dims dm;
@@ -96,7 +97,9 @@ typedef struct kc_model {
     int gemv_early;           /* option gemv_early: kc_mat.early */
     int ffn_fused;            /* option ffn: 1 fused (one kc_ffn_q8 launch), 2 ring (one kc_ffn_ring launch) */
     int gdn_fused;            /* option gdn=fused: gdn_prep + delta_step_norm_q8 as one kc_gdn_step launch */
-    int attn_gqa;             /* option attn=gqa: kc_attention_gqa where it takes the shape */
+    int attn_gqa;             /* option attn: 1 (gqa) kc_attention_gqa, 2 (short) kc_attention_short, where they take the shape */
+    int attn_short;           /* option attn_short: kc_attention_short's nmax (positions served by one block per head) */
+    int delta_pf;             /* option delta_pf: the delta rule's state prefetched into L2 before the PDL wait */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */
@@ -130,9 +133,10 @@ typedef struct kc_model {
     int32_t *argmax;          /* (tok_cap,) */
     kc_ctl *ctl;              /* (1,) */
     cudaStream_t st;
-    /* graph: [0] step without lm_head, [1] with lm_head + argmax */
+    /* graph per step kind: want_logits (lm_head + argmax) + 2 * attn_short_step */
     int use_graph;
-    cudaGraphExec_t graph[2];
+    cudaGraphExec_t graph[KC_STEP_KINDS];
+    int attn_short_step;      /* the current step takes kc_attention_short (attn=short, n <= attn_short) */
     /* profiling */
     int prof;
     int prof_n_names;
@@ -143,12 +147,12 @@ typedef struct kc_model {
     int prof_ev_n;            /* events recorded in the current step */
     int prof_ev_name[KC_PROF_MAX_EVENTS];
     /* profile=trace (prof == 2): kernel marks (kernels.cuh kc_trace) and the launch sequence of each
-     * step kind (graph [0] / [1]), so mark i is named trace_seq[want_logits][i] */
+     * step kind (as graph[]), so mark i is named trace_seq[kind][i] */
     unsigned long long *trace_t; /* (KC_PROF_MAX_EVENTS,) device */
     unsigned int *trace_n;       /* (1,) device */
     unsigned long long *trace_h; /* (KC_PROF_MAX_EVENTS,) host */
-    int trace_seq[2][KC_PROF_MAX_EVENTS];
-    int trace_len[2];
+    int trace_seq[KC_STEP_KINDS][KC_PROF_MAX_EVENTS];
+    int trace_len[KC_STEP_KINDS];
     /* device allocations (freed by kc_model_free) */
     void **allocs;
     size_t n_allocs, cap_allocs;
@@ -181,9 +185,10 @@ int kc_model_reserve_tokens(kc_model *m, int n);
 int kc_model_head(kc_model *m, int want_logits);
 int kc_layer_step(kc_model *m, int l);
 /* One whole decode step: ctl_begin, embedding, all layers, final norm, [lm_head + argmax], ctl_end.
- * capture != 0 copies the residual after each layer into m->hcap. Uses the graph when enabled
- * and not capturing/profiling. */
-int kc_model_step(kc_model *m, int want_logits, int capture);
+ * capture != 0 copies the residual after each layer into m->hcap. Uses the graph of the step's kind
+ * when enabled and not capturing/profiling. n_pos: the positions the step's attention sees (its
+ * position + 1; the device reads the position from ctl, the host picks the kind of step with it). */
+int kc_model_step(kc_model *m, int want_logits, int capture, int n_pos);
 /* Free all device memory and handles (the struct itself too). NULL is fine. */
 void kc_model_free(kc_model *m);
 

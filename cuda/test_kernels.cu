@@ -1447,6 +1447,10 @@ static void test_delta(int kh, int vh, int kd, int vd, int steps)
     /* the fused delta + gated norm + quantisation runs on a third copy of S beside the reg variant +
      * kc_gated_rmsnorm_q8, bit for bit */
     float *dS2 = dup_f(S, nS), *do2 = (float *)dnew(nv * 4), *dz = (float *)dnew(nv * 4), *dw = (float *)dnew(vd * 4);
+    /* and the same with S prefetched into L2 before the PDL wait (delta_pf) on a fourth copy */
+    float *dS3 = dup_f(S, nS), *do3 = (float *)dnew(nv * 4), *dy3 = (float *)dnew(nv * 4);
+    kc_q8blk *dq3 = (kc_q8blk *)dnew(nv / 32 * sizeof(kc_q8blk));
+    size_t uneq_p = 0;
     float *dy1 = (float *)dnew(nv * 4), *dy2 = (float *)dnew(nv * 4), *hz = hnew(nv), *hw = hnew(vd);
     kc_q8blk *dq1 = (kc_q8blk *)dnew(nv / 32 * sizeof(kc_q8blk)), *dq2 = (kc_q8blk *)dnew(nv / 32 * sizeof(kc_q8blk));
     float *fo = hnew(nv), *y1 = hnew(nv), *y2 = hnew(nv);
@@ -1489,6 +1493,13 @@ static void test_delta(int kh, int vh, int kd, int vd, int steps)
             T_CK(cudaMemcpy(q1, dq1, nv / 32 * sizeof(kc_q8blk), cudaMemcpyDeviceToHost));
             T_CK(cudaMemcpy(q2, dq2, nv / 32 * sizeof(kc_q8blk), cudaMemcpyDeviceToHost));
             uneq_f += n_unequal(fo, ro, nv) + n_unequal(y1, y2, nv) + (memcmp(q1, q2, nv / 32 * sizeof(kc_q8blk)) != 0);
+            T_CK(kc_delta_step_norm_q8_pf(dS3, dq, dk, dv, dg, db, do3, dz, dw, 1e-6f, dy3, dq3, kh, kd, vh, vd, 0));
+            get_f(y1, do3, nv); /* y1, q1 reused: already compared */
+            uneq_p += n_unequal(y1, fo, nv);
+            get_f(y1, dy3, nv);
+            uneq_p += n_unequal(y1, y2, nv);
+            T_CK(cudaMemcpy(q1, dq3, nv / 32 * sizeof(kc_q8blk), cudaMemcpyDeviceToHost));
+            uneq_p += memcmp(q1, q2, nv / 32 * sizeof(kc_q8blk)) != 0;
         }
     }
     get_f(gS, dS0, nS);
@@ -1506,10 +1517,17 @@ static void test_delta(int kh, int vh, int kd, int vd, int steps)
         ok(uneq_f == 0 && n_unequal(fS, rS, nS) == 0,
            "bitexact delta_step_norm_q8 (one launch) vs delta_step_reg + gated_rmsnorm_q8 over %d steps: o/y/yq %zu, "
            "S %zu/%zu unequal", steps, uneq_f, n_unequal(fS, rS, nS), nS);
+        float *pS = hnew(nS);
+        get_f(pS, dS3, nS);
+        ok(uneq_p == 0 && n_unequal(pS, fS, nS) == 0,
+           "bitexact delta_step_norm_q8_pf (S prefetched before the wait) vs delta_step_norm_q8 over %d steps: o/y/yq "
+           "%zu, S %zu/%zu unequal", steps, uneq_p, n_unequal(pS, fS, nS), nS);
+        free(pS);
         free(fS);
     }
     free(fo); free(y1); free(y2); free(q1); free(q2); free(hz); free(hw);
     cudaFree(dS2); cudaFree(do2); cudaFree(dz); cudaFree(dw); cudaFree(dy1); cudaFree(dy2); cudaFree(dq1); cudaFree(dq2);
+    cudaFree(dS3); cudaFree(do3); cudaFree(dy3); cudaFree(dq3);
     free(S); free(q); free(k); free(v); free(g); free(beta); free(o); free(go); free(gS); free(ro); free(rS);
     cudaFree(dS0); cudaFree(dS1); cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dg); cudaFree(db);
     cudaFree(do0); cudaFree(do1);
@@ -1642,10 +1660,12 @@ static void test_trace(const char *file)
     free(buf);
 }
 
-/* the two split attentions (one block per q head and split; one per kv head and split, attn=gqa) vs
- * the CPU twin at H/Hkv heads of hd over 1, 37, 65, 700 and npmax positions of a ctx cache (gqa: one
- * split without a merge up to 64, then 2 splits, the second with one position), twice each
- * (the tickets re-arm), the q8 output bit-identical to quantize_q8 of the f32 output */
+/* the two split attentions (one block per q head and split; one per kv head and split, attn=gqa) and
+ * the short-context one (attn=short: one block per q head, 8 warps of 16/(hd/128) rows per round, so
+ * 1 and 37 positions take one round, 65 two or more) vs the CPU twin at H/Hkv heads of hd over 1,
+ * 37, 65, 700 and npmax positions of a ctx cache (gqa: one split without a merge up to 64, then 2
+ * splits, the second with one position), twice each (the tickets re-arm), the q8 output
+ * bit-identical to quantize_q8 of the f32 output */
 static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
 {
     const int ns = kc_attention_splits(ctx);
@@ -1664,7 +1684,8 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
     T_CK(cudaMalloc(&dpos, 4));
     ok(kc_attention_gqa_ok(H, Hkv, hd, ctx), "attention_gqa takes %d/%d heads x%d at ctx %d", H, Hkv, hd, ctx);
     const int npos_list[5] = {1, 37, 65, 700, npmax};
-    for (int kind = 0; kind < 2; kind++)
+    ok(kc_attention_short_ok(H, Hkv, hd), "attention_short takes %d/%d heads x%d", H, Hkv, hd);
+    for (int kind = 0; kind < 3; kind++)
         for (int pi = 0; pi < 5; pi++) {
             const int npos = npos_list[pi], pos = npos - 1;
             T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
@@ -1674,10 +1695,12 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
             cudaError_t e = cudaSuccess;
             for (int rep = 0; rep < 2; rep++) {
                 poison(dy, H * hd * 4);
-                e = kind ? kc_attention_gqa(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd, ctx,
-                                            1.0f / sqrtf((float)hd), dpos, dpart, dcnt, 0)
-                         : kc_attention_split(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd, ctx,
-                                              1.0f / sqrtf((float)hd), dpos, dpart, dcnt, 0);
+                e = kind == 2 ? kc_attention_short(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
+                                                   1.0f / sqrtf((float)hd), dpos, 0)
+                    : kind ? kc_attention_gqa(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd, ctx,
+                                              1.0f / sqrtf((float)hd), dpos, dpart, dcnt, 0)
+                           : kc_attention_split(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd, ctx,
+                                                1.0f / sqrtf((float)hd), dpos, dpart, dcnt, 0);
                 if (e != cudaSuccess) break;
                 get_f(got, dy, H * hd);
                 const double r = max_rel(got, ref, H * hd);
@@ -1691,13 +1714,13 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
             }
             ok(e == cudaSuccess && worst <= 1e-5 && badq == 0,
                "attention_%s GQA %d/%d x%d over %d of %d positions (%d splits) vs CPU twin: max_rel %.3e <= 1e-05; "
-               "q8 output %zu blocks unequal (%s)", kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
+               "q8 output %zu blocks unequal (%s)", kind == 2 ? "short" : kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
                cudaGetErrorString(e));
         }
     unsigned int hc[64], csum = 0;
     T_CK(cudaMemcpy(hc, dcnt, H * sizeof *hc, cudaMemcpyDeviceToHost));
     for (int i = 0; i < H; i++) csum += hc[i];
-    ok(csum == 0, "attention_split and attention_gqa leave their tickets re-armed (sum %u)", csum);
+    ok(csum == 0, "attention_split, attention_gqa and attention_short leave their tickets re-armed (sum %u)", csum);
     free(q); free(qg); free(gate); free(kc); free(vc); free(ref); free(got); free(att); free(rq);
     cudaFree(dq); cudaFree(dqg); cudaFree(dk); cudaFree(dv); cudaFree(dy); cudaFree(dpart); cudaFree(doq);
     cudaFree(dcnt); cudaFree(dpos);
@@ -1716,6 +1739,13 @@ static void test_attention_gqa_refuses(void)
     ok(kc_attention_gqa(NULL, NULL, NULL, NULL, 0, NULL, NULL, 4, 1, 64, 512, 1.0f, NULL, NULL, NULL, 0) ==
            cudaErrorInvalidValue,
        "kc_attention_gqa returns cudaErrorInvalidValue for a shape it refuses");
+    const int s_hd64 = kc_attention_short_ok(4, 1, 64), s_hd384 = kc_attention_short_ok(8, 2, 384),
+              s_nh = kc_attention_short_ok(10, 4, 256), s_nkv = kc_attention_short_ok(8, 0, 256);
+    ok(!s_hd64 && !s_hd384 && !s_nh && !s_nkv && kc_attention_short_ok(40, 5, 512),
+       "attention_short refuses hd 64 (%d), hd 384 (%d), nh %% nkv != 0 (%d), nkv 0 (%d); takes 40/5 x512", s_hd64,
+       s_hd384, s_nh, s_nkv);
+    ok(kc_attention_short(NULL, NULL, NULL, NULL, 0, NULL, NULL, 4, 1, 64, 1.0f, NULL, 0) == cudaErrorInvalidValue,
+       "kc_attention_short returns cudaErrorInvalidValue for a shape it refuses");
 }
 
 static void test_engine(const char *file, const char *extra /* more options, "" or ",k=v" */)

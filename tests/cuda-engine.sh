@@ -32,7 +32,7 @@ is "2|kestrel-eval: options: q8wide=big: expected stream, nc, smem or xs" "$(ope
   "options: a wrong word of a four-word option is named with the list"
 is "2|kestrel-eval: options: delta=x: expected auto, generic or reg" "$(opened delta=x)" "options: delta's three words"
 is "2|kestrel-eval: options: gdn=one: expected split or fused" "$(opened gdn=one)" "options: gdn's two words"
-is "2|kestrel-eval: options: attn=fast: expected split or gqa" "$(opened attn=fast)" "options: attn's two words"
+is "2|kestrel-eval: options: attn=fast: expected split, gqa or short" "$(opened attn=fast)" "options: attn's three words"
 bad=""
 for kv in delta=auto delta=generic delta=reg gemv=reg gemv=pipe q8gemv=xs q8gemv=stream q8wide=stream q8wide=nc \
     q8wide=smem q8wide=xs ffn=split ffn=fused ffn=ring gdn=split gdn=fused attn=split attn=gqa dot=q8 dot=f32 profile=trace profile=1; do

@@ -19,7 +19,8 @@ plan 4
 #   attn_prep_kernel, rope_neox_kernel - sincosf's large-argument reduction keeps a small array on
 #                             the stack (32 bytes, no spills); only |angle| > ~1e5 radians reaches it
 #   gdn_step_kernel         - the same delta rule with gdn_prep folded in (option gdn=fused): 56 bytes
-ALLOW="delta_step_kernelILi128:64 gdn_step_kernel:56 attn_prep_kernel:32 rope_neox_kernel:32"
+#   delta_step_pf_kernel    - the same delta rule after its state's L2 prefetch (option delta_pf): 64
+ALLOW="delta_step_kernelILi128:64 delta_step_pf_kernel:64 gdn_step_kernel:56 attn_prep_kernel:32 rope_neox_kernel:32"
 
 # check REPORT: one line "NAME: N bytes stack frame (allowed M)" per function over its allowance
 check() {

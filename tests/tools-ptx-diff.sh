@@ -3,7 +3,7 @@
 # local-depot numbering aside (the check docs/methodology.md asks of an option kept in the engine:
 # the default kernels byte-identical). Synthetic PTX, no nvcc needed.
 . "$top_srcdir/tests/lib.sh"
-plan 13
+plan 15
 PD=$top_srcdir/tools/ptx_diff.sh
 
 # two entries as nvcc writes them: a tab before each "// .globl", registers and labels numbered per
@@ -64,3 +64,36 @@ run_cmd "$PD" "$T/old.ptx" "$T/text.txt"
 is "2 ptx_diff: $T/text.txt: no .entry in it (not PTX?)" "$RC $ERR" "a file without entries: exit 2 naming it"
 run_cmd "$PD" --only
 is "2" "$RC" "--only without a regex: exit 2"
+
+# the split kernel's body moved into a device function: its static shared variable declared at
+# module scope and named after that function; same instructions
+cat >"$T/st_old.ptx" <<'PTX'
+	// .globl	_Z1kv
+.visible .entry _Z1kv(
+)
+{
+	// demoted variable
+	.shared .align 4 .b8 _ZZ1kvE3red[128];
+	.reg .b32 	%r<3>;
+	mov.u32 	%r1, _ZZ1kvE3red;
+	ld.shared.f32 	%f1, [_ZZ1kvE3red+4];
+	ret;
+}
+PTX
+cat >"$T/st_new.ptx" <<'PTX'
+.shared .align 4 .b8 _ZZ6k_bodyvE3red[128];
+	// .globl	_Z1kv
+.visible .entry _Z1kv(
+)
+{
+	.reg .b32 	%r<3>;
+	mov.u32 	%r1, _ZZ6k_bodyvE3red;
+	ld.shared.f32 	%f1, [_ZZ6k_bodyvE3red+4];
+	ret;
+}
+PTX
+run_cmd "$PD" "$T/st_old.ptx" "$T/st_new.ptx"
+is "0 same _Z1kv" "$RC $(printf '%s\n' "$OUT" | head -1)" "a static shared variable moved to a device function: the same"
+sed -e 's/red+4/red+8/' "$T/st_new.ptx" >"$T/st_moved.ptx"
+run_cmd "$PD" "$T/st_old.ptx" "$T/st_moved.ptx"
+is 1 "$RC" "but a different offset into it differs"

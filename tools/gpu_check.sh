@@ -35,6 +35,8 @@
 #   3c. a 27B-wide 4-layer model (3 v-heads per k-head): gdn=fused (thread-block clusters) bit for
 #      bit against the default, against itself in a second engine and against gdn=fused,pdl=0; the
 #      q8gemv=tma variants, rms_fold=1 and norm_tail=1 (with pdl=0, with gdn=fused) likewise;
+#      attn=gqa and attn=short against themselves with pdl=0 / graph=0 and within rounding of the
+#      split attention; delta_pf=1 against the default and pdl=0;
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -203,7 +205,7 @@ run_checks() {
 
     # The 27B's GDN layers have 3 v-heads per k-head: gdn=fused runs them as clusters of 3 blocks that
     # share the q/k history (a cluster barrier before rank 0 advances it) - a race shows only there
-    section "engine_diff on a 27B-wide model (4 layers): gdn=fused, q8gemv=xs and tma variants, ffn=ring vs the default, vs themselves and vs pdl=0 bit for bit; attn=gqa"
+    section "engine_diff on a 27B-wide model (4 layers): gdn=fused, q8gemv=xs and tma variants, ffn=ring vs the default, vs themselves and vs pdl=0 bit for bit; attn=gqa, attn=short, delta_pf"
     all=0
     local w27=/tmp/gpu-check-27b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-27b --type q4_0 --seed 5 --layers 4 --vocab 4096 -o "$w27" >> "$REPORT" 2>&1 || all=1
@@ -235,7 +237,21 @@ run_checks() {
     timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split \
         --b-options attn=gqa --model "$w27" --tokens "$toks" --greedy 0 --tol 0.1 --median-tol 0.05 --argmax-min 0.75 \
         >> "$REPORT" 2>&1 || all=1
-    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma" $all
+    note "- attn=short (one attention block per q head up to attn_short positions, a graph per kind of step) vs itself with pdl=0 and graph=0 bit for bit, also with attn_short=8 (the steps switch to the split kernel at 9 positions); vs attn=split: dot=f32 tol 1e-3 greedy 16, dot=q8 as the CPU-vs-CUDA q8 pairs"
+    same_bits "$w27" "attn=short" "attn=short,pdl=0" || all=1
+    same_bits "$w27" "attn=short" "attn=short,graph=0" || all=1
+    same_bits "$w27" "attn=short,attn_short=8" "attn=short,attn_short=8,graph=0" || all=1
+    for o in "attn=short" "attn=short,attn_short=8"; do
+        timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split,dot=f32 \
+            --b-options $o,dot=f32 --model "$w27" --tokens "$toks" --greedy 16 --tol 1e-3 >> "$REPORT" 2>&1 || all=1
+    done
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split \
+        --b-options attn=short --model "$w27" --tokens "$toks" --greedy 0 --tol 0.1 --median-tol 0.05 --argmax-min 0.75 \
+        >> "$REPORT" 2>&1 || all=1
+    note "- delta_pf=1 (the delta rule's state prefetched into L2 before the PDL wait) vs the default and vs itself with pdl=0"
+    same_bits "$w27" "" "delta_pf=1" || all=1
+    same_bits "$w27" "delta_pf=1" "delta_pf=1,pdl=0" || all=1
+    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_pf" $all
     rm -f "$w27"
 
     # profile=trace is a build of its own (kernels with the marks): the default library refuses it

@@ -1,6 +1,8 @@
 #!/bin/sh
 # tools/ptx_diff.sh - which kernels of two PTX files differ, register, label and local-depot numbering
-# aside. Why: an option's code can move the default path's kernels though the option is off (issue 6
+# aside, and the names of function-static shared variables (`__shared__` inside a function: NVVM
+# declares them in the entry when the kernel holds them, at module scope when a device function it
+# calls does, and names them after that function; their uses are compared, their declarations not). Why: an option's code can move the default path's kernels though the option is off (issue 6
 # v19: a run-time dealing option left the default step 1-2% slower); docs/methodology.md asks that a
 # kept option leave the default kernels byte-identical, and this says which are not.
 #
@@ -32,8 +34,10 @@ LC_ALL=C awk -v only="$only" '
     has[side, cur] = 1
     next
   }
+  cur != "" && (/^[ \t]*$/ || /\/\/ demoted variable/ || /^[ \t]*\.shared .*_ZZ/) { next } # blank lines too
   cur != "" {
     line = $0
+    gsub(/_ZZ[A-Za-z0-9_]*E[0-9]+/, "_ZZ<fn>E", line) # function-static variables: the function'"'"'s name
     gsub(/%[a-zA-Z]+[0-9]+/, "%R", line)      # registers: %r12, %rd3, %f1, %p2, %rs1
     gsub(/<[0-9]+>/, "<N>", line)             # register counts in the declarations
     gsub(/\$L__BB[0-9_]+/, "$L", line)        # labels
