@@ -1194,8 +1194,9 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
     return 0;
 }
 
-/* --shape attn: the two split attentions and attention_short alone on the 27B shape
- * (24/4 heads x 256, ctx 4608) at n = 16, 64, 100, 128, 192, 256, 512, 4096 positions, back-to-back launches; attention_gqa also with phases skipped (timing
+/* --shape attn: the two split attentions, attention_short and its clustered form (2, 4, 8 blocks per
+ * head) alone on the 27B shape
+ * (24/4 heads x 256, ctx 4608) at n = 16, 64, 100, 128, 192, 256, 512, 612, 1024, 4096 positions, back-to-back launches; attention_gqa also with phases skipped (timing
  * only: 1 QK, 2 V, 4 the merge's loads, 8 all work before the ticket) to see where its time goes */
 static int bench_attn(cudaStream_t st)
 {
@@ -1219,8 +1220,8 @@ static int bench_attn(cudaStream_t st)
     CK(cudaMemset(kc, 0, kvn * 4));
     CK(cudaMemset(vc, 0, kvn * 4));
     CK(cudaMemset(cnt, 0, H * 4));
-    const int ns_list[8] = {16, 64, 100, 128, 192, 256, 512, 4096};
-    for (int ni = 0; ni < 8; ni++) {
+    const int ns_list[10] = {16, 64, 100, 128, 192, 256, 512, 612, 1024, 4096};
+    for (int ni = 0; ni < 10; ni++) {
         const int p = ns_list[ni] - 1;
         CK(cudaMemcpy(pos, &p, 4, cudaMemcpyHostToDevice));
         double us;
@@ -1234,6 +1235,14 @@ static int bench_attn(cudaStream_t st)
         };
         if (time_batches(shrt, 3, st, &us)) return 1;
         printf("attn\tattention_short n=%d\t-\t-\t%.2f\t-\t%zu\n", ns_list[ni], us, (size_t)ns_list[ni] * Hkv * hd * 8);
+        for (int cs = 2; cs <= 8; cs *= 2) {
+            auto shcl = [&](int) {
+                return kc_attention_short_cl(q, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, cs, 0.0625f, pos, st);
+            };
+            if (time_batches(shcl, 3, st, &us)) return 1;
+            printf("attn\tattention_short_cl(%d) n=%d\t-\t-\t%.2f\t-\t%zu\n", cs, ns_list[ni], us,
+                   (size_t)ns_list[ni] * Hkv * hd * 8);
+        }
         const int dbg[6] = {0, 1, 2, 4, 8, 7};
         for (int di = 0; di < 6; di++) {
             CK(cudaMemcpyToSymbol(g_ag_dbg, &dbg[di], sizeof(int)));

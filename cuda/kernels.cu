@@ -2073,6 +2073,80 @@ __global__ void attention_split_kernel(const float *q, const float *kc,
  * Not the same bits as the split kernel (other sums): within 1e-5 of the CPU twin (test_kernels).
  * grid nh; dynamic smem: 8 * hd floats. */
 #define AS_WARPS (ATTN_THREADS / 32)
+/* One warp's share of attention_short: positions g0, g0 + gs, ... below n of the kv head whose K and
+ * V rows start at kb, vb (row stride rs); lane l holds dims 4l + 128j (j < HD4) of q (qv) and of the
+ * rows, loads 16/HD4 rows of K and V at once (one round trip per gs * 16/HD4 positions) and keeps an
+ * online softmax: the max score m, l = sum exp(score - m) and acc = sum exp(score - m) v (its dims). */
+template <int HD4>
+__device__ __forceinline__ void attn_short_scan(const float4 (&qv)[HD4], const float *kb, const float *vb, size_t rs,
+                                                int n, int g0, int gs, float scale, float &m, float &l,
+                                                float4 (&acc)[HD4])
+{
+    constexpr int AS_ROWS = 16 / HD4; /* rows per warp per round trip: 2 * 16 float4 of K and V per lane */
+    const int lane = threadIdx.x & 31;
+    m = -INFINITY;
+    l = 0.0f;
+#pragma unroll
+    for (int j = 0; j < HD4; j++) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int t0 = g0; t0 < n; t0 += gs * AS_ROWS) {
+        float4 kr[AS_ROWS][HD4], vr[AS_ROWS][HD4];
+#pragma unroll
+        for (int i = 0; i < AS_ROWS; i++) {
+            const int t = t0 + gs * i;
+            if (t < n) {
+#pragma unroll
+                for (int j = 0; j < HD4; j++) {
+                    kr[i][j] = ((const float4 *)(kb + (size_t)t * rs))[lane + 32 * j];
+                    vr[i][j] = ((const float4 *)(vb + (size_t)t * rs))[lane + 32 * j];
+                }
+            }
+        }
+        float s[AS_ROWS];
+#pragma unroll
+        for (int i = 0; i < AS_ROWS; i++) {
+            s[i] = 0.0f;
+            if (t0 + gs * i < n)
+#pragma unroll
+                for (int j = 0; j < HD4; j++)
+                    s[i] += qv[j].x * kr[i][j].x + qv[j].y * kr[i][j].y + qv[j].z * kr[i][j].z + qv[j].w * kr[i][j].w;
+        }
+#pragma unroll
+        for (int off = 16; off; off >>= 1)
+#pragma unroll
+            for (int i = 0; i < AS_ROWS; i++) s[i] += __shfl_xor_sync(0xffffffffu, s[i], off);
+        float mc = m;
+#pragma unroll
+        for (int i = 0; i < AS_ROWS; i++)
+            if (t0 + gs * i < n) {
+                s[i] *= scale;
+                mc = fmaxf(mc, s[i]);
+            }
+        const float corr = expf(m - mc); /* 0 on the first round (m = -inf, mc finite) */
+        l *= corr;
+#pragma unroll
+        for (int j = 0; j < HD4; j++) {
+            acc[j].x *= corr;
+            acc[j].y *= corr;
+            acc[j].z *= corr;
+            acc[j].w *= corr;
+        }
+#pragma unroll
+        for (int i = 0; i < AS_ROWS; i++)
+            if (t0 + gs * i < n) {
+                const float p = expf(s[i] - mc);
+                l += p;
+#pragma unroll
+                for (int j = 0; j < HD4; j++) {
+                    acc[j].x += p * vr[i][j].x;
+                    acc[j].y += p * vr[i][j].y;
+                    acc[j].z += p * vr[i][j].z;
+                    acc[j].w += p * vr[i][j].w;
+                }
+            }
+        m = mc;
+    }
+}
+
 template <int HD4>
 __global__ void __launch_bounds__(ATTN_THREADS) attention_short_kernel(const float *q, const float *kc,
                                                                        const float *vc, const float *gate, int gs,
@@ -2080,7 +2154,6 @@ __global__ void __launch_bounds__(ATTN_THREADS) attention_short_kernel(const flo
                                                                        kc_q8blk *__restrict__ oq, int nh, int nkv,
                                                                        int hd, float scale, const int32_t *pos)
 {
-    constexpr int AS_ROWS = 16 / HD4; /* rows per warp per round trip: 2 * 16 float4 of K and V per lane */
     kc_pdl_begin();
     const int n = *pos + 1;
     extern __shared__ float sm[]; /* (AS_WARPS, hd) the warps' accumulators */
@@ -2096,68 +2169,9 @@ __global__ void __launch_bounds__(ATTN_THREADS) attention_short_kernel(const flo
         const int d = threadIdx.x + ATTN_THREADS * i;
         gv[i] = d < hd ? gate[(size_t)h * gs + d] : 0.0f;
     }
-    float m = -INFINITY, l = 0.0f;
+    float l, m;
     float4 acc[HD4];
-#pragma unroll
-    for (int j = 0; j < HD4; j++) acc[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const float *kb = kc + (size_t)kvh * hd, *vb = vc + (size_t)kvh * hd;
-    for (int t0 = wid; t0 < n; t0 += AS_WARPS * AS_ROWS) {
-        float4 kr[AS_ROWS][HD4], vr[AS_ROWS][HD4];
-#pragma unroll
-        for (int i = 0; i < AS_ROWS; i++) {
-            const int t = t0 + AS_WARPS * i;
-            if (t < n) {
-#pragma unroll
-                for (int j = 0; j < HD4; j++) {
-                    kr[i][j] = ((const float4 *)(kb + (size_t)t * rs))[lane + 32 * j];
-                    vr[i][j] = ((const float4 *)(vb + (size_t)t * rs))[lane + 32 * j];
-                }
-            }
-        }
-        float s[AS_ROWS];
-#pragma unroll
-        for (int i = 0; i < AS_ROWS; i++) {
-            s[i] = 0.0f;
-            if (t0 + AS_WARPS * i < n)
-#pragma unroll
-                for (int j = 0; j < HD4; j++)
-                    s[i] += qv[j].x * kr[i][j].x + qv[j].y * kr[i][j].y + qv[j].z * kr[i][j].z + qv[j].w * kr[i][j].w;
-        }
-#pragma unroll
-        for (int off = 16; off; off >>= 1)
-#pragma unroll
-            for (int i = 0; i < AS_ROWS; i++) s[i] += __shfl_xor_sync(0xffffffffu, s[i], off);
-        float mc = m;
-#pragma unroll
-        for (int i = 0; i < AS_ROWS; i++)
-            if (t0 + AS_WARPS * i < n) {
-                s[i] *= scale;
-                mc = fmaxf(mc, s[i]);
-            }
-        const float corr = expf(m - mc); /* 0 on the first round (m = -inf, mc finite) */
-        l *= corr;
-#pragma unroll
-        for (int j = 0; j < HD4; j++) {
-            acc[j].x *= corr;
-            acc[j].y *= corr;
-            acc[j].z *= corr;
-            acc[j].w *= corr;
-        }
-#pragma unroll
-        for (int i = 0; i < AS_ROWS; i++)
-            if (t0 + AS_WARPS * i < n) {
-                const float p = expf(s[i] - mc);
-                l += p;
-#pragma unroll
-                for (int j = 0; j < HD4; j++) {
-                    acc[j].x += p * vr[i][j].x;
-                    acc[j].y += p * vr[i][j].y;
-                    acc[j].z += p * vr[i][j].z;
-                    acc[j].w += p * vr[i][j].w;
-                }
-            }
-        m = mc;
-    }
+    attn_short_scan<HD4>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, rs, n, wid, AS_WARPS, scale, m, l, acc);
 #pragma unroll
     for (int j = 0; j < HD4; j++) ((float4 *)(sm + (size_t)wid * hd))[lane + 32 * j] = acc[j];
     if (lane == 0) {
@@ -2187,6 +2201,123 @@ __global__ void __launch_bounds__(ATTN_THREADS) attention_short_kernel(const flo
             if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
         }
     }
+}
+
+/* attention_short over a thread-block cluster of C blocks per q head (option attn_cl, C =
+ * attn_clsize, 2..8): block r of the head's cluster takes the positions of warps r*8 .. r*8+7 of a
+ * C*8-warp scan (position t to warp t mod 8C), merges its 8 warps in shared memory as attention_short
+ * does (max M_b, sum L_b, the unnormalised accumulator a_b (hd)), and after a cluster barrier block 0
+ * reads every block's (M_b, L_b, a_b) through distributed shared memory, merges them, applies the gate
+ * and writes (and quantises) the output; a second barrier keeps each block's shared memory alive until
+ * block 0 has read it. Why: one block per head streams n rows of K and V per head (bench: 16.8 us at
+ * n = 512, the split kernel 14.6); C blocks per head cut each block's rows by C with one barrier and C
+ * shared-memory reads instead of the split kernel's partials, fence, ticket and merge (PERF-NOTES v20).
+ * grid nh*C, cluster C; dynamic smem: 9 * hd floats. Within rounding of kc_attention. */
+#define AS_CL_MAX 8
+__device__ __forceinline__ float ld_dsmem_f32(const float *p, unsigned rank)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p), ra;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(ra) : "memory");
+    return v;
+}
+__device__ __forceinline__ void cluster_sync_all(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+template <int HD4>
+__global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_kernel(const float *q, const float *kc,
+                                                                          const float *vc, const float *gate, int gs,
+                                                                          float *__restrict__ out,
+                                                                          kc_q8blk *__restrict__ oq, int nh, int nkv,
+                                                                          int hd, float scale, const int32_t *pos)
+{
+    kc_pdl_begin();
+    const int n = *pos + 1;
+    extern __shared__ float sm[]; /* (AS_WARPS + 1, hd): the warps' accumulators, then the block's */
+    __shared__ float wm[AS_WARPS], wl[AS_WARPS], bml[2];
+    unsigned rank = 0, C = 1;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(C));
+#endif
+    const int h = blockIdx.x / (int)C, kvh = h / (nh / nkv), lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const size_t rs = (size_t)nkv * hd; /* cache row stride */
+    float4 qv[HD4];
+#pragma unroll
+    for (int j = 0; j < HD4; j++) qv[j] = ((const float4 *)(q + (size_t)h * hd))[lane + 32 * j];
+    float gv[HD4 > 2 ? 2 : 1]; /* block 0: the gate of this thread's output dims d = threadIdx.x + 256 i */
+#pragma unroll
+    for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
+        const int d = threadIdx.x + ATTN_THREADS * i;
+        gv[i] = rank == 0 && d < hd ? gate[(size_t)h * gs + d] : 0.0f;
+    }
+    float l, m;
+    float4 acc[HD4];
+    attn_short_scan<HD4>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, rs, n, (int)rank * AS_WARPS + wid,
+                         AS_WARPS * (int)C, scale, m, l, acc);
+#pragma unroll
+    for (int j = 0; j < HD4; j++) ((float4 *)(sm + (size_t)wid * hd))[lane + 32 * j] = acc[j];
+    if (lane == 0) {
+        wm[wid] = m;
+        wl[wid] = l;
+    }
+    __syncthreads();
+    float Mb = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < AS_WARPS; w++) Mb = fmaxf(Mb, wm[w]);
+    float ew[AS_WARPS], Lb = 0.0f;
+#pragma unroll
+    for (int w = 0; w < AS_WARPS; w++) { /* a warp without positions: m = -inf, weight 0 */
+        ew[w] = wm[w] == -INFINITY ? 0.0f : expf(wm[w] - Mb);
+        Lb += ew[w] * wl[w];
+    }
+    float *ab = sm + (size_t)AS_WARPS * hd; /* (hd,) the block's accumulator */
+    for (int d = threadIdx.x; d < hd; d += ATTN_THREADS) {
+        float a = 0.0f;
+#pragma unroll
+        for (int w = 0; w < AS_WARPS; w++) a += ew[w] * sm[(size_t)w * hd + d];
+        ab[d] = a;
+    }
+    if (threadIdx.x == 0) {
+        bml[0] = Mb;
+        bml[1] = Lb;
+    }
+    cluster_sync_all(); /* every block's (M_b, L_b, a_b) written and visible to the cluster */
+    if (rank == 0) {
+        float Mr[AS_CL_MAX], er[AS_CL_MAX], M = -INFINITY, L = 0.0f;
+#pragma unroll
+        for (int r = 0; r < AS_CL_MAX; r++)
+            if (r < (int)C) {
+                Mr[r] = ld_dsmem_f32(&bml[0], (unsigned)r);
+                M = fmaxf(M, Mr[r]);
+            }
+#pragma unroll
+        for (int r = 0; r < AS_CL_MAX; r++)
+            if (r < (int)C) {
+                er[r] = Mr[r] == -INFINITY ? 0.0f : expf(Mr[r] - M);
+                L += er[r] * ld_dsmem_f32(&bml[1], (unsigned)r);
+            }
+        const float inv = 1.0f / L;
+#pragma unroll
+        for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
+            const int d = threadIdx.x + ATTN_THREADS * i;
+            if (d < hd) { /* warp-uniform: hd % 32 == 0 */
+                float a = 0.0f;
+#pragma unroll
+                for (int r = 0; r < AS_CL_MAX; r++)
+                    if (r < (int)C) a += er[r] * ld_dsmem_f32(ab + d, (unsigned)r);
+                const float o = a * inv * (1.0f / (1.0f + expf(-gv[i])));
+                out[(size_t)h * hd + d] = o;
+                if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
+            }
+        }
+    }
+    cluster_sync_all(); /* block 0 has read every block's shared memory */
 }
 
 /* The same split attention with one block per (kv head, split) for all G = nh/nkv q-heads that share
@@ -2505,6 +2636,26 @@ cudaError_t kc_attention_short(const float *q, const float *kc, const float *vc,
                   scale, pos);
     return cudaGetLastError();
 }
+
+cudaError_t kc_attention_short_cl(const float *q, const float *kc, const float *vc, const float *gate, int gs,
+                                  float *out, kc_q8blk *oq, int nh, int nkv, int hd, int csize, float scale,
+                                  const int32_t *pos, cudaStream_t st)
+{
+    if (!kc_attention_short_ok(nh, nkv, hd) || csize < 2 || csize > AS_CL_MAX) return cudaErrorInvalidValue;
+    const size_t smem = (size_t)(AS_WARPS + 1) * hd * sizeof(float);
+    const dim3 grid((unsigned)(nh * csize));
+    if (hd == 128)
+        kc_launch_cluster(attention_short_cl_kernel<1>, grid, ATTN_THREADS, smem, csize, st, q, kc, vc, gate, gs, out,
+                          oq, nh, nkv, hd, scale, pos);
+    else if (hd == 256)
+        kc_launch_cluster(attention_short_cl_kernel<2>, grid, ATTN_THREADS, smem, csize, st, q, kc, vc, gate, gs, out,
+                          oq, nh, nkv, hd, scale, pos);
+    else
+        kc_launch_cluster(attention_short_cl_kernel<4>, grid, ATTN_THREADS, smem, csize, st, q, kc, vc, gate, gs, out,
+                          oq, nh, nkv, hd, scale, pos);
+    return cudaGetLastError();
+}
+
 
 /* ------------------------------------------------------------------ misc */
 

@@ -400,6 +400,12 @@ int kc_attention_short_ok(int nh, int nkv, int hd);
 cudaError_t kc_attention_short(const float *q, const float *kc, const float *vc, const float *gate, int gs,
                                float *out, kc_q8blk *oq, int nh, int nkv, int hd, float scale, const int32_t *pos,
                                cudaStream_t st);
+/* kc_attention_short over a thread-block cluster of csize (2..8) blocks per q head (option attn_cl):
+ * each block scans every csize-th group of 8 positions, block 0 merges the blocks through distributed
+ * shared memory. Same arguments; within rounding of kc_attention. */
+cudaError_t kc_attention_short_cl(const float *q, const float *kc, const float *vc, const float *gate, int gs,
+                                  float *out, kc_q8blk *oq, int nh, int nkv, int hd, int csize, float scale,
+                                  const int32_t *pos, cudaStream_t st);
 /* kc_attention_split with one block per (kv head, split) for the nh/nkv q-heads sharing it (each K and
  * V row read once, option attn=gqa): same arguments, partials and tickets (cnt (nkv,) used), out
  * within rounding of kc_attention. kc_attention_gqa_ok: the shapes it takes (hd 128, 256 or 512,

@@ -71,7 +71,7 @@ typedef struct kc_gdn_scratch {
 
 #define KC_PROF_MAX_NAMES 64
 #define KC_PROF_MAX_EVENTS 4096
-#define KC_STEP_KINDS 4 /* graphs: with/without logits x short/split attention */
+#define KC_STEP_KINDS 6 /* graphs: with/without logits x split/short/clustered short attention */
 
 typedef struct kc_model {
     kc_dims dm;
@@ -99,6 +99,7 @@ typedef struct kc_model {
     int gdn_fused;            /* option gdn=fused: gdn_prep + delta_step_norm_q8 as one kc_gdn_step launch */
     int attn_gqa;             /* option attn: 1 (gqa) kc_attention_gqa, 2 (short) kc_attention_short, where they take the shape */
     int attn_short;           /* option attn_short: kc_attention_short's nmax (positions served by one block per head) */
+    int attn_cl, attn_clsize; /* options attn_cl, attn_clsize: kc_attention_short_cl up to attn_cl positions, its cluster */
     int delta_pf;             /* option delta_pf: the delta rule's state prefetched into L2 before the PDL wait */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
@@ -136,7 +137,8 @@ typedef struct kc_model {
     /* graph per step kind: want_logits (lm_head + argmax) + 2 * attn_short_step */
     int use_graph;
     cudaGraphExec_t graph[KC_STEP_KINDS];
-    int attn_short_step;      /* the current step takes kc_attention_short (attn=short, n <= attn_short) */
+    int attn_short_step;      /* the current step's attention (attn=short): 1 kc_attention_short (n <= attn_short),
+                               * 2 kc_attention_short_cl (n <= attn_cl), 0 the split kernel */
     /* profiling */
     int prof;
     int prof_n_names;

@@ -1662,7 +1662,8 @@ static void test_trace(const char *file)
 
 /* the two split attentions (one block per q head and split; one per kv head and split, attn=gqa) and
  * the short-context one (attn=short: one block per q head, 8 warps of 16/(hd/128) rows per round, so
- * 1 and 37 positions take one round, 65 two or more) vs the CPU twin at H/Hkv heads of hd over 1,
+ * 1 and 37 positions take one round, 65 two or more) and its clustered form (4 and 3 blocks per head,
+ * merged through distributed shared memory; at 1 position all but one block empty) vs the CPU twin at H/Hkv heads of hd over 1,
  * 37, 65, 700 and npmax positions of a ctx cache (gqa: one split without a merge up to 64, then 2
  * splits, the second with one position), twice each (the tickets re-arm), the q8 output
  * bit-identical to quantize_q8 of the f32 output */
@@ -1685,7 +1686,7 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
     ok(kc_attention_gqa_ok(H, Hkv, hd, ctx), "attention_gqa takes %d/%d heads x%d at ctx %d", H, Hkv, hd, ctx);
     const int npos_list[5] = {1, 37, 65, 700, npmax};
     ok(kc_attention_short_ok(H, Hkv, hd), "attention_short takes %d/%d heads x%d", H, Hkv, hd);
-    for (int kind = 0; kind < 3; kind++)
+    for (int kind = 0; kind < 5; kind++)
         for (int pi = 0; pi < 5; pi++) {
             const int npos = npos_list[pi], pos = npos - 1;
             T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
@@ -1695,7 +1696,9 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
             cudaError_t e = cudaSuccess;
             for (int rep = 0; rep < 2; rep++) {
                 poison(dy, H * hd * 4);
-                e = kind == 2 ? kc_attention_short(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
+                e = kind >= 3 ? kc_attention_short_cl(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
+                                                      kind == 3 ? 4 : 3, 1.0f / sqrtf((float)hd), dpos, 0)
+                    : kind == 2 ? kc_attention_short(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
                                                    1.0f / sqrtf((float)hd), dpos, 0)
                     : kind ? kc_attention_gqa(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd, ctx,
                                               1.0f / sqrtf((float)hd), dpos, dpart, dcnt, 0)
@@ -1714,7 +1717,7 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
             }
             ok(e == cudaSuccess && worst <= 1e-5 && badq == 0,
                "attention_%s GQA %d/%d x%d over %d of %d positions (%d splits) vs CPU twin: max_rel %.3e <= 1e-05; "
-               "q8 output %zu blocks unequal (%s)", kind == 2 ? "short" : kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
+               "q8 output %zu blocks unequal (%s)", kind == 4 ? "short_cl(3)" : kind == 3 ? "short_cl(4)" : kind == 2 ? "short" : kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
                cudaGetErrorString(e));
         }
     unsigned int hc[64], csum = 0;
@@ -1746,6 +1749,11 @@ static void test_attention_gqa_refuses(void)
        s_hd384, s_nh, s_nkv);
     ok(kc_attention_short(NULL, NULL, NULL, NULL, 0, NULL, NULL, 4, 1, 64, 1.0f, NULL, 0) == cudaErrorInvalidValue,
        "kc_attention_short returns cudaErrorInvalidValue for a shape it refuses");
+    const cudaError_t c1 = kc_attention_short_cl(NULL, NULL, NULL, NULL, 0, NULL, NULL, 8, 2, 256, 1, 1.0f, NULL, 0),
+                      c9 = kc_attention_short_cl(NULL, NULL, NULL, NULL, 0, NULL, NULL, 8, 2, 256, 9, 1.0f, NULL, 0),
+                      c64 = kc_attention_short_cl(NULL, NULL, NULL, NULL, 0, NULL, NULL, 4, 1, 64, 4, 1.0f, NULL, 0);
+    ok(c1 == cudaErrorInvalidValue && c9 == cudaErrorInvalidValue && c64 == cudaErrorInvalidValue,
+       "kc_attention_short_cl refuses clusters of 1 (%d) and 9 (%d) blocks and hd 64 (%d)", (int)c1, (int)c9, (int)c64);
 }
 
 static void test_engine(const char *file, const char *extra /* more options, "" or ",k=v" */)

@@ -35,8 +35,8 @@
 #   3c. a 27B-wide 4-layer model (3 v-heads per k-head): gdn=fused (thread-block clusters) bit for
 #      bit against the default, against itself in a second engine and against gdn=fused,pdl=0; the
 #      q8gemv=tma variants, rms_fold=1 and norm_tail=1 (with pdl=0, with gdn=fused) likewise;
-#      attn=gqa and attn=short against themselves with pdl=0 / graph=0 and within rounding of the
-#      split attention; delta_pf=1 against the default and pdl=0;
+#      attn=gqa and attn=short (also its clustered form) against themselves with pdl=0 / graph=0 and
+#      within rounding of the split attention; delta_pf=1 against the default and pdl=0;
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -237,17 +237,25 @@ run_checks() {
     timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split \
         --b-options attn=gqa --model "$w27" --tokens "$toks" --greedy 0 --tol 0.1 --median-tol 0.05 --argmax-min 0.75 \
         >> "$REPORT" 2>&1 || all=1
-    note "- attn=short (one attention block per q head up to attn_short positions, a graph per kind of step) vs itself with pdl=0 and graph=0 bit for bit, also with attn_short=8 (the steps switch to the split kernel at 9 positions); vs attn=split: dot=f32 tol 1e-3 greedy 16, dot=q8 as the CPU-vs-CUDA q8 pairs"
+    note "- attn=short (one attention block per q head up to attn_short positions, a graph per kind of step) vs itself with pdl=0 and graph=0 bit for bit, also with attn_short=8,attn_cl=0 (the steps switch to the split kernel at 9 positions); vs attn=split: dot=f32 tol 1e-3 greedy 16, dot=q8 as the CPU-vs-CUDA q8 pairs"
     same_bits "$w27" "attn=short" "attn=short,pdl=0" || all=1
     same_bits "$w27" "attn=short" "attn=short,graph=0" || all=1
-    same_bits "$w27" "attn=short,attn_short=8" "attn=short,attn_short=8,graph=0" || all=1
-    for o in "attn=short" "attn=short,attn_short=8"; do
+    same_bits "$w27" "attn=short,attn_short=8,attn_cl=0" "attn=short,attn_short=8,attn_cl=0,graph=0" || all=1
+    for o in "attn=short" "attn=short,attn_short=8,attn_cl=0"; do
         timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split,dot=f32 \
             --b-options $o,dot=f32 --model "$w27" --tokens "$toks" --greedy 16 --tol 1e-3 >> "$REPORT" 2>&1 || all=1
     done
     timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split \
         --b-options attn=short --model "$w27" --tokens "$toks" --greedy 0 --tol 0.1 --median-tol 0.05 --argmax-min 0.75 \
         >> "$REPORT" 2>&1 || all=1
+    note "- attn=short's clustered form (attn_cl; attn_short=8 so every step past 8 positions takes it) at 2, 4 and 8 blocks per head vs attn=split at dot=f32 tol 1e-3 greedy 16; vs itself with pdl=0 and graph=0 bit for bit"
+    for cs in 2 4 8; do
+        timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split,dot=f32 \
+            --b-options attn_short=8,attn_cl=4096,attn_clsize=$cs,dot=f32 --model "$w27" --tokens "$toks" --greedy 16 \
+            --tol 1e-3 >> "$REPORT" 2>&1 || all=1
+    done
+    same_bits "$w27" "attn_short=8,attn_cl=4096" "attn_short=8,attn_cl=4096,pdl=0" || all=1
+    same_bits "$w27" "attn_short=8,attn_cl=4096" "attn_short=8,attn_cl=4096,graph=0" || all=1
     note "- delta_pf=1 (the delta rule's state prefetched into L2 before the PDL wait) vs the default and vs itself with pdl=0"
     same_bits "$w27" "" "delta_pf=1" || all=1
     same_bits "$w27" "delta_pf=1" "delta_pf=1,pdl=0" || all=1
