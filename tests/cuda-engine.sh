@@ -8,7 +8,7 @@
 lib=$top_builddir/cuda/libkestrel-cuda.so
 [ -f "$lib" ] || skip_all "CUDA engine not configured (no cuda/libkestrel-cuda.so)"
 command -v nm >/dev/null 2>&1 || skip_all "no nm"
-plan 12
+plan 14
 exports=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort | tr '\n' ' ')
 is "kestrel_engine_entry " "$exports" "cuda-engine: exports exactly kestrel_engine_entry"
 ok "! ldd '$lib' | grep -q libcudart" "cuda-engine: CUDA runtime linked statically (no libcudart in ldd)"
@@ -35,8 +35,21 @@ is "2|kestrel-eval: options: gdn=one: expected split or fused" "$(opened gdn=one
 is "2|kestrel-eval: options: attn=fast: expected split, gqa or short" "$(opened attn=fast)" "options: attn's three words"
 bad=""
 for kv in delta=auto delta=generic delta=reg gemv=reg gemv=pipe q8gemv=xs q8gemv=stream q8wide=stream q8wide=nc \
-    q8wide=smem q8wide=xs ffn=split ffn=fused ffn=ring gdn=split gdn=fused attn=split attn=gqa dot=q8 dot=f32 profile=trace profile=1; do
+    q8wide=smem q8wide=xs ffn=split ffn=fused ffn=ring gdn=split gdn=fused attn=split attn=gqa attn=short dot=q8 dot=f32 \
+    profile=trace profile=1; do
     case $(opened "$kv") in *"options:"*) bad="$bad $kv" ;; esac
 done
 is "" "$bad" "options: every listed word is accepted (the open goes on to the device)"
+# the short attention's numeric options (issue 6 v20): out of range refused by name, exit 2; their
+# ends accepted
+bad=""
+for kv in attn_short=4097 attn_cl=65537 attn_clsize=1 attn_clsize=9 delta_pf=2; do
+    case $(opened "$kv") in "2|kestrel-eval: options: unknown key or bad value '$kv' ("*) ;; *) bad="$bad $kv" ;; esac
+done
+is "" "$bad" "options: attn_short, attn_cl, attn_clsize, delta_pf out of range: exit 2 naming the pair"
+bad=""
+for kv in attn_short=0 attn_short=4096 attn_cl=0 attn_cl=65536 attn_clsize=2 attn_clsize=8 delta_pf=0 delta_pf=1; do
+    case $(opened "$kv") in *"options:"*) bad="$bad $kv" ;; esac
+done
+is "" "$bad" "options: their range ends are accepted (the open goes on to the device)"
 done_testing
