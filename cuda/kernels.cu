@@ -2147,6 +2147,51 @@ __device__ __forceinline__ void attn_short_scan(const float4 (&qv)[HD4], const f
     }
 }
 
+/* attention_short's prologue: lane l's dims 4l + 128j of head h's q (qv), and in the cluster's block 0
+ * (rank: the block's rank in its cluster, 0 without one) the gate of this thread's output dims
+ * d = threadIdx.x + 256 i (gv; 0 in other blocks or for d >= hd) */
+template <int HD4>
+__device__ __forceinline__ void attn_short_load_q_gate(const float *q, const float *gate, int gs, int h, int hd,
+                                                       unsigned rank, float4 (&qv)[HD4],
+                                                       float (&gv)[HD4 > 2 ? 2 : 1])
+{
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = 0; j < HD4; j++) qv[j] = ((const float4 *)(q + (size_t)h * hd))[lane + 32 * j];
+#pragma unroll
+    for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
+        const int d = threadIdx.x + ATTN_THREADS * i;
+        gv[i] = rank == 0 && d < hd ? gate[(size_t)h * gs + d] : 0.0f;
+    }
+}
+
+/* attention_short's merge of a block's warps: each warp's (m, l, acc) into shared memory (sm (AS_WARPS,
+ * hd), wm and wl (AS_WARPS,)), a barrier, then every thread's copy of the block's max (returned), the
+ * warps' weights ew = e^(m_w - max) (0 for a warp without positions: m = -inf) and L = sum ew l_w */
+template <int HD4>
+__device__ __forceinline__ float attn_short_merge_warps(float *sm, float *wm, float *wl, int hd, float m, float l,
+                                                        const float4 (&acc)[HD4], float (&ew)[AS_WARPS], float &L)
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+#pragma unroll
+    for (int j = 0; j < HD4; j++) ((float4 *)(sm + (size_t)wid * hd))[lane + 32 * j] = acc[j];
+    if (lane == 0) {
+        wm[wid] = m;
+        wl[wid] = l;
+    }
+    __syncthreads();
+    float M = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < AS_WARPS; w++) M = fmaxf(M, wm[w]);
+    L = 0.0f;
+#pragma unroll
+    for (int w = 0; w < AS_WARPS; w++) {
+        ew[w] = wm[w] == -INFINITY ? 0.0f : expf(wm[w] - M);
+        L += ew[w] * wl[w];
+    }
+    return M;
+}
+
 template <int HD4>
 __global__ void __launch_bounds__(ATTN_THREADS) attention_short_kernel(const float *q, const float *kc,
                                                                        const float *vc, const float *gate, int gs,
@@ -2158,36 +2203,16 @@ __global__ void __launch_bounds__(ATTN_THREADS) attention_short_kernel(const flo
     const int n = *pos + 1;
     extern __shared__ float sm[]; /* (AS_WARPS, hd) the warps' accumulators */
     __shared__ float wm[AS_WARPS], wl[AS_WARPS];
-    const int h = blockIdx.x, kvh = h / (nh / nkv), lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int h = blockIdx.x, kvh = h / (nh / nkv), wid = threadIdx.x >> 5;
     const size_t rs = (size_t)nkv * hd; /* cache row stride */
     float4 qv[HD4];
-#pragma unroll
-    for (int j = 0; j < HD4; j++) qv[j] = ((const float4 *)(q + (size_t)h * hd))[lane + 32 * j];
-    float gv[HD4 > 2 ? 2 : 1]; /* the gate of this thread's output dims d = threadIdx.x + 256 i */
-#pragma unroll
-    for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
-        const int d = threadIdx.x + ATTN_THREADS * i;
-        gv[i] = d < hd ? gate[(size_t)h * gs + d] : 0.0f;
-    }
+    float gv[HD4 > 2 ? 2 : 1];
+    attn_short_load_q_gate<HD4>(q, gate, gs, h, hd, 0u, qv, gv);
     float l, m;
     float4 acc[HD4];
     attn_short_scan<HD4>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, rs, n, wid, AS_WARPS, scale, m, l, acc);
-#pragma unroll
-    for (int j = 0; j < HD4; j++) ((float4 *)(sm + (size_t)wid * hd))[lane + 32 * j] = acc[j];
-    if (lane == 0) {
-        wm[wid] = m;
-        wl[wid] = l;
-    }
-    __syncthreads();
-    float M = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < AS_WARPS; w++) M = fmaxf(M, wm[w]);
-    float ew[AS_WARPS], L = 0.0f;
-#pragma unroll
-    for (int w = 0; w < AS_WARPS; w++) { /* a warp without positions (n < 8): m = -inf, weight 0 */
-        ew[w] = wm[w] == -INFINITY ? 0.0f : expf(wm[w] - M);
-        L += ew[w] * wl[w];
-    }
+    float ew[AS_WARPS], L;
+    attn_short_merge_warps<HD4>(sm, wm, wl, hd, m, l, acc, ew, L);
     const float inv = 1.0f / L;
 #pragma unroll
     for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
@@ -2245,37 +2270,17 @@ __global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_kernel(const 
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(C));
 #endif
-    const int h = blockIdx.x / (int)C, kvh = h / (nh / nkv), lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int h = blockIdx.x / (int)C, kvh = h / (nh / nkv), wid = threadIdx.x >> 5;
     const size_t rs = (size_t)nkv * hd; /* cache row stride */
     float4 qv[HD4];
-#pragma unroll
-    for (int j = 0; j < HD4; j++) qv[j] = ((const float4 *)(q + (size_t)h * hd))[lane + 32 * j];
-    float gv[HD4 > 2 ? 2 : 1]; /* block 0: the gate of this thread's output dims d = threadIdx.x + 256 i */
-#pragma unroll
-    for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
-        const int d = threadIdx.x + ATTN_THREADS * i;
-        gv[i] = rank == 0 && d < hd ? gate[(size_t)h * gs + d] : 0.0f;
-    }
+    float gv[HD4 > 2 ? 2 : 1]; /* block 0 only applies the gate */
+    attn_short_load_q_gate<HD4>(q, gate, gs, h, hd, rank, qv, gv);
     float l, m;
     float4 acc[HD4];
     attn_short_scan<HD4>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, rs, n, (int)rank * AS_WARPS + wid,
                          AS_WARPS * (int)C, scale, m, l, acc);
-#pragma unroll
-    for (int j = 0; j < HD4; j++) ((float4 *)(sm + (size_t)wid * hd))[lane + 32 * j] = acc[j];
-    if (lane == 0) {
-        wm[wid] = m;
-        wl[wid] = l;
-    }
-    __syncthreads();
-    float Mb = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < AS_WARPS; w++) Mb = fmaxf(Mb, wm[w]);
-    float ew[AS_WARPS], Lb = 0.0f;
-#pragma unroll
-    for (int w = 0; w < AS_WARPS; w++) { /* a warp without positions: m = -inf, weight 0 */
-        ew[w] = wm[w] == -INFINITY ? 0.0f : expf(wm[w] - Mb);
-        Lb += ew[w] * wl[w];
-    }
+    float ew[AS_WARPS], Lb;
+    const float Mb = attn_short_merge_warps<HD4>(sm, wm, wl, hd, m, l, acc, ew, Lb);
     float *ab = sm + (size_t)AS_WARPS * hd; /* (hd,) the block's accumulator */
     for (int d = threadIdx.x; d < hd; d += ATTN_THREADS) {
         float a = 0.0f;
