@@ -1196,11 +1196,12 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
 
 /* --shape attn: the two split attentions, attention_short and its clustered form (2, 4, 8 blocks per
  * head) alone on the 27B shape
- * (24/4 heads x 256, ctx 4608) at n = 16, 64, 100, 128, 192, 256, 512, 612, 1024, 4096 positions, back-to-back launches; attention_gqa also with phases skipped (timing
+ * (24/4 heads x 256, ctx 32768) at n = 16, 64, 100, 128, 192, 256, 512, 612, 1024, 4096, 8192, 16384, 32768
+ * positions, back-to-back launches; attention_gqa also with phases skipped (timing
  * only: 1 QK, 2 V, 4 the merge's loads, 8 all work before the ticket) to see where its time goes */
 static int bench_attn(cudaStream_t st)
 {
-    const int H = 24, Hkv = 4, hd = 256, ctx = 4608, ns = kc_attention_splits(ctx);
+    const int H = 24, Hkv = 4, hd = 256, ctx = 32768, ns = kc_attention_splits(ctx);
     const size_t kvn = (size_t)ctx * Hkv * hd;
     float *q, *qg, *kc, *vc, *y, *part;
     kc_q8blk *oq;
@@ -1220,8 +1221,8 @@ static int bench_attn(cudaStream_t st)
     CK(cudaMemset(kc, 0, kvn * 4));
     CK(cudaMemset(vc, 0, kvn * 4));
     CK(cudaMemset(cnt, 0, H * 4));
-    const int ns_list[10] = {16, 64, 100, 128, 192, 256, 512, 612, 1024, 4096};
-    for (int ni = 0; ni < 10; ni++) {
+    const int ns_list[13] = {16, 64, 100, 128, 192, 256, 512, 612, 1024, 4096, 8192, 16384, 32768};
+    for (int ni = 0; ni < 13; ni++) {
         const int p = ns_list[ni] - 1;
         CK(cudaMemcpy(pos, &p, 4, cudaMemcpyHostToDevice));
         double us;
