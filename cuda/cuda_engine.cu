@@ -39,7 +39,8 @@
  * delta rule as two launches (default), or one with the v-heads of a k-head as a thread-block cluster:
  * measured slower, PERF-NOTES v14), attn=split|gqa|short (the decode attention: one block per q head and split, or one per kv head and split (gqa, for
  * the shapes it takes), or (short, the default) one block per q head for the steps of n <= attn_short positions (attn_short=N, default 128), a
- * cluster of attn_clsize (default 4) blocks per head up to attn_cl (default: no limit), split beyond, PERF-NOTES v20-v21), delta_pf=0|1 (the delta rule's state L2-prefetched before the PDL wait: same bits, no gain measured; default 0),
+ * cluster of attn_clsize (default 4) blocks per head up to attn_cl (default 8192), beyond it split by kv head (attn_long=gqa, the
+ * default, where attention_gqa takes the shape, else the cluster goes on) or by q head (attn_long=split), PERF-NOTES v20-v21), delta_pf=0|1 (the delta rule's state L2-prefetched before the PDL wait: same bits, no gain measured; default 0),
  * gemv_early=0|1 (x-stationary q8 GEMVs load their first row of weights before
  * waiting on the previous kernel, default 1), pf_next=MB (0..64: each q8 GEMV L2-prefetches the first MB megabytes of the next GEMV's weights
  * as its warps start their last row; 0 = off),
@@ -71,7 +72,8 @@ extern "C" {
 #define GEMV_EARLY_DEFAULT 1 /* option gemv_early: on, ab 0.9755 against off (PERF-NOTES v12 row 6) */
 #define GDN_FUSED_DEFAULT 0 /* option gdn: split; fused measured slower, ab 1.0365 (PERF-NOTES v14 row 1) */
 #define ATTN_GQA_DEFAULT 2 /* option attn: short (one block per q head) up to attn_short positions, then split (PERF-NOTES v20) */
-#define ATTN_CL_DEFAULT INT_MAX /* option attn_cl: attn=short's clustered form at any n (v21: ctx 4096 -7%, bench faster to 32768) */
+#define ATTN_CL_DEFAULT 8192 /* option attn_cl: attn=short's clustered form up to 8192 positions (v21: prompt 4096 -7% vs split) */
+#define ATTN_LONG_DEFAULT 1 /* option attn_long: past attn_cl by kv head (gqa; v21: 27B prompt 16384 -8.6%, 8192 equal) */
 #define ATTN_CLSIZE_DEFAULT 4 /* option attn_clsize: blocks per head of the clustered form (v20: 4 beat 2 and 8) */
 #define ATTN_SHORT_DEFAULT 128 /* option attn_short: positions up to which attn=short takes its one-block kernel (v20: the clustered form wins from ~150) */
 #define Q8KIND_DEFAULT 2 /* option q8gemv: tma, ab 0.9777 against xs (PERF-NOTES v15) */
@@ -104,7 +106,7 @@ struct kestrel_engine {
 typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
     int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wu, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, carveout, rms_fold, norm_tail;
-    int attn_short, delta_pf, attn_cl, attn_clsize;
+    int attn_short, delta_pf, attn_cl, attn_clsize, attn_long;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -134,6 +136,7 @@ static const choice_opt k_choices[] = {
     {"ffn", {"split", "fused", "ring"}, {0, 1, 2}, offsetof(kc_opts, ffn_fused)},
     {"gdn", {"split", "fused"}, {0, 1}, offsetof(kc_opts, gdn_fused)},
     {"attn", {"split", "gqa", "short"}, {0, 1, 2}, offsetof(kc_opts, attn_gqa)},
+    {"attn_long", {"split", "gqa"}, {0, 1}, offsetof(kc_opts, attn_long)},
     {"dot", {"q8", "f32"}, {1, 0}, offsetof(kc_opts, dot_q8)},
 };
 
@@ -197,6 +200,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->attn_short = ATTN_SHORT_DEFAULT;
     o->attn_cl = ATTN_CL_DEFAULT;
     o->attn_clsize = ATTN_CLSIZE_DEFAULT;
+    o->attn_long = ATTN_LONG_DEFAULT;
     o->delta_pf = 0;
     o->q8kind = Q8KIND_DEFAULT;
     o->q8t_kb = Q8T_KB_DEFAULT;
@@ -271,7 +275,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -564,6 +568,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->attn_short = o.attn_short;
     e->m->attn_cl = o.attn_cl;
     e->m->attn_clsize = o.attn_clsize;
+    e->m->attn_long = o.attn_long;
     e->m->delta_pf = o.delta_pf;
     e->m->q8kind = o.q8kind;
     e->m->q8t_kb = o.q8t_kb;

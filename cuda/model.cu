@@ -722,7 +722,8 @@ int kc_layer_step(kc_model *m, int l)
         RUN("attn_prep", kc_attn_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, m->aq, kc, vc, d->nh, d->nkv, hd,
                                       d->rope_dim, d->rope_base, d->eps, &m->ctl->pos, st));
         /* one block per q head up to attn_short positions, a cluster of attn_clsize blocks per head up
-         * to attn_cl (attn=short, the default: this step's kind), else split over positions; the
+         * to attn_cl (attn=short, the default: this step's kind), else split over positions (by kv head
+         * with attn_long=gqa); the
          * output quantised for wo by the same launch (dot=q8) */
         const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
         if (m->attn_short_step == 1 && kc_attention_short_ok(d->nh, d->nkv, hd))
@@ -732,7 +733,7 @@ int kc_layer_step(kc_model *m, int l)
             RUN("attention_short_cl",
                 kc_attention_short_cl(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd,
                                       m->attn_clsize, 1.0f / sqrtf((float)hd), &m->ctl->pos, st));
-        else if (m->attn_gqa == 1 && kc_attention_gqa_ok(d->nh, d->nkv, hd, d->ctx))
+        else if ((m->attn_gqa == 1 || (m->attn_gqa == 2 && m->attn_long)) && kc_attention_gqa_ok(d->nh, d->nkv, hd, d->ctx))
             RUN("attention_gqa", kc_attention_gqa(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh,
                                                   d->nkv, hd, d->ctx, 1.0f / sqrtf((float)hd), &m->ctl->pos,
                                                   m->attn_part, m->attn_cnt, st));
@@ -887,7 +888,10 @@ int kc_model_step(kc_model *m, int want_logits, int capture, int n_pos)
     int rc = -1, st_rc;
     const int trace = m->prof == 2;
     want_logits = want_logits ? 1 : 0;
-    m->attn_short_step = m->attn_gqa != 2 ? 0 : n_pos <= m->attn_short ? 1 : n_pos <= m->attn_cl ? 2 : 0;
+    /* past attn_cl, attn_long=gqa takes the kv-head kernel; where that kernel does not take the shape (its
+     * shared memory grows with ctx), the clustered form goes on rather than the slower split kernel */
+    const int long_kind = m->attn_long && !kc_attention_gqa_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->dm.ctx) ? 2 : 0;
+    m->attn_short_step = m->attn_gqa != 2 ? 0 : n_pos <= m->attn_short ? 1 : n_pos <= m->attn_cl ? 2 : long_kind;
     const int kind = want_logits + 2 * m->attn_short_step;
     if (trace) KC_CK(m, cudaMemsetAsync(m->trace_n, 0, sizeof *m->trace_n, m->st));
     if (m->use_graph && !capture && m->prof != 1) {

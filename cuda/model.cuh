@@ -100,6 +100,7 @@ typedef struct kc_model {
     int attn_gqa;             /* option attn: 1 (gqa) kc_attention_gqa, 2 (short) kc_attention_short, where they take the shape */
     int attn_short;           /* option attn_short: kc_attention_short's nmax (positions served by one block per head) */
     int attn_cl, attn_clsize; /* options attn_cl, attn_clsize: kc_attention_short_cl up to attn_cl positions, its cluster */
+    int attn_long;            /* option attn_long=gqa: attn=short's steps past attn_cl take kc_attention_gqa, not split */
     int delta_pf;             /* option delta_pf: the delta rule's state prefetched into L2 before the PDL wait */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */

@@ -35,8 +35,8 @@
 #   3c. a 27B-wide 4-layer model (3 v-heads per k-head): gdn=fused (thread-block clusters) bit for
 #      bit against the default, against itself in a second engine and against gdn=fused,pdl=0; the
 #      q8gemv=tma variants, rms_fold=1 and norm_tail=1 (with pdl=0, with gdn=fused) likewise;
-#      attn=gqa and attn=short (also its clustered form) against themselves with pdl=0 / graph=0 and
-#      within rounding of the split attention; delta_pf=1 against the default and pdl=0;
+#      attn=gqa and attn=short (also its clustered form, and attn_long=gqa) against themselves with pdl=0 /
+#      graph=0 and within rounding of the split attention; delta_pf=1 against the default and pdl=0;
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -256,6 +256,12 @@ run_checks() {
     done
     same_bits "$w27" "attn_short=8,attn_cl=4096" "attn_short=8,attn_cl=4096,pdl=0" || all=1
     same_bits "$w27" "attn_short=8,attn_cl=4096" "attn_short=8,attn_cl=4096,graph=0" || all=1
+    note "- attn_long=gqa (attn=short's steps past attn_cl by kv head; attn_short=4,attn_cl=8: all three kernels in one run) vs attn=split at dot=f32 tol 1e-3 greedy 16; vs itself with pdl=0 and graph=0 bit for bit"
+    timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split,dot=f32 \
+        --b-options attn_short=4,attn_cl=8,attn_long=gqa,dot=f32 --model "$w27" --tokens "$toks" --greedy 16 \
+        --tol 1e-3 >> "$REPORT" 2>&1 || all=1
+    same_bits "$w27" "attn_short=4,attn_cl=8,attn_long=gqa" "attn_short=4,attn_cl=8,attn_long=gqa,pdl=0" || all=1
+    same_bits "$w27" "attn_short=4,attn_cl=8,attn_long=gqa" "attn_short=4,attn_cl=8,attn_long=gqa,graph=0" || all=1
     note "- delta_pf=1 (the delta rule's state prefetched into L2 before the PDL wait) vs the default and vs itself with pdl=0"
     same_bits "$w27" "" "delta_pf=1" || all=1
     same_bits "$w27" "delta_pf=1" "delta_pf=1,pdl=0" || all=1
