@@ -26,7 +26,11 @@
  * ..."), one case of kind 'ab', ab_rounds rows, every sample of both sides
  * (series A.ms_per_token / B.ms_per_token), metrics. Exit 0 whatever the
  * verdict, 1 if a round crashed or timed out, 2 on usage/input errors or a
- * refusal (nothing written then).
+ * refusal (nothing written then). SIGINT/SIGTERM (a Ctrl-C, a `timeout`
+ * wrapper) kill the running round and end the session: the pairs completed so
+ * far are recorded (the unfinished pair dropped, so the order stays balanced),
+ * with their statistics and verdict when at least 3 pairs completed, the run
+ * 'interrupted', the case 'error' naming the signal; exit 130 / 143.
  */
 #include "config.h"
 
@@ -48,6 +52,7 @@
 #include "cli.h"
 #include "engine_load.h"
 #include "kestrel/engine.h"
+#include "runner.h"
 #include "stats.h"
 #include "store.h"
 #include "suite.h"
@@ -261,7 +266,8 @@ static const char *last_line(char *s) {
  * Run one round in a fresh process. Fills r (samples, median, status, error) and, on the
  * first info line, side->info. Returns 0 when the round finished (status pass), 1 when it
  * crashed / timed out / failed (status says which), 2 when the engine refused the model or
- * options (an input error: msg says why), 3 when its info differs from `other` (refusal).
+ * options (an input error: msg says why), 3 when its info differs from `other` (refusal),
+ * 4 when SIGINT/SIGTERM arrived (the round killed, runner_signal() says which).
  */
 static int run_round(const char *suite_path, const char *case_name, ab_side *side, const ab_side *other,
                      int force, double timeout_s, ab_round *r, char *msg, size_t msg_len) {
@@ -270,7 +276,7 @@ static int run_round(const char *suite_path, const char *case_name, ab_side *sid
     pid_t pid = -1;
     char *pbuf = NULL, tail[AB_ERR_TAIL] = "";
     size_t plen = 0, pcap = 0, tlen = 0;
-    int cap = 0, got_done = 0, killed_timeout = 0, bad_info = 0;
+    int cap = 0, got_done = 0, killed_timeout = 0, bad_info = 0, interrupted = 0;
     msg[0] = '\0';
 
     if (pipe(proto) || pipe(errp)) {
@@ -306,7 +312,12 @@ static int run_round(const char *suite_path, const char *case_name, ab_side *sid
     double deadline = timeout_s > 0 ? now_seconds() + timeout_s : 0;
     int open_fds = 2;
     while (open_fds > 0) {
-        struct pollfd pf[2] = {{proto[0], POLLIN, 0}, {errp[0], POLLIN, 0}};
+        if (runner_signal()) {
+            kill(pid, SIGKILL);
+            interrupted = 1;
+            break;
+        }
+        struct pollfd pf[3] = {{proto[0], POLLIN, 0}, {errp[0], POLLIN, 0}, {runner_signal_fd(), POLLIN, 0}};
         int wait_ms = -1;
         if (deadline > 0) {
             double left = deadline - now_seconds();
@@ -317,10 +328,14 @@ static int run_round(const char *suite_path, const char *case_name, ab_side *sid
             }
             wait_ms = (int)(left * 1e3) + 1;
         }
-        int pr = poll(pf, 2, wait_ms);
+        int pr = poll(pf, pf[2].fd >= 0 ? 3 : 2, wait_ms);
         if (pr < 0) {
             if (errno == EINTR) continue;
             break;
+        }
+        if (pf[2].fd >= 0 && (pf[2].revents & POLLIN)) { /* drain; the loop's top reads the signal */
+            char sb[16];
+            while (read(pf[2].fd, sb, sizeof sb) > 0) {}
         }
         char buf[4096];
         if (pf[1].fd >= 0 && (pf[1].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -375,7 +390,10 @@ static int run_round(const char *suite_path, const char *case_name, ab_side *sid
     char tcopy[AB_ERR_TAIL]; /* last_line() cuts its argument into lines; tail stays whole */
     memcpy(tcopy, tail, tlen + 1);
 
-    if (bad_info) {
+    if (interrupted || runner_signal()) { /* before the child's own death by the terminal's SIGINT */
+        ret = 4;
+        snprintf(r->status, sizeof r->status, "error");
+    } else if (bad_info) {
         ret = 3;
         snprintf(r->status, sizeof r->status, "error");
     } else if (killed_timeout) {
@@ -397,7 +415,7 @@ static int run_round(const char *suite_path, const char *case_name, ab_side *sid
         r->median = stats_median(r->ms, r->n);
         ret = 0;
     }
-    if (ret != 0 && ret != 3) r->error = xasprintf("%s%s%s", msg, tlen ? "\n--- stderr tail ---\n" : "", tlen ? tail : "");
+    if (ret != 0 && ret != 3 && ret != 4) r->error = xasprintf("%s%s%s", msg, tlen ? "\n--- stderr tail ---\n" : "", tlen ? tail : "");
 cleanup:
     if (pid > 0) {
         kill(pid, SIGKILL);
@@ -505,12 +523,13 @@ static int64_t db_insert_artifact(sqlite3 *db, int64_t run_id, const char *kind,
 }
 
 /* sides: (2,) A and B; files: (n_files,) watched files; rounds: (n_rounds,) in execution order;
- * res: NULL when no verdict (a round crashed). */
+ * res: NULL when no verdict (a round crashed, or an interrupted session with under 3 pairs);
+ * run_status: runs.status ('passed', 'failed', 'interrupted'). */
 static int record_db(const char *db_path, const suite *s, const suite_case *c, const char *label,
                      const char *cmdline, const char *started, double duration, const ab_side sides[2],
                      const ab_file *files, int n_files, const ab_round *rounds, int n_rounds, const ab_result *res,
-                     const char *case_status, const char *case_error, const char *params,
-                     int64_t *run_out, char *err, size_t err_len) {
+                     const char *run_status, const char *case_status, const char *case_error,
+                     const char *params, int64_t *run_out, char *err, size_t err_len) {
     int ret = -1, in_tx = 0;
     sqlite3 *db = NULL;
     sqlite3_stmt *st = NULL;
@@ -546,7 +565,7 @@ static int record_db(const char *db_path, const suite *s, const suite_case *c, c
            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     sqlite3_bind_text(st, 1, started, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 2, ended, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 3, strcmp(case_status, "pass") == 0 ? "passed" : "failed", -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, run_status, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, label, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 5, s->name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(st, 6, s->path, -1, SQLITE_TRANSIENT);
@@ -837,6 +856,10 @@ int cmd_ab(int argc, char **argv) {
     }
 
     /* ---- the session ---- */
+    if (runner_install_signals(err, sizeof err)) { /* from here a SIGINT/SIGTERM records what is done */
+        cli_error("ab: %s", err);
+        goto cleanup;
+    }
     char started[32];
     now_iso8601(started);
     double t_start = now_seconds();
@@ -868,16 +891,21 @@ int cmd_ab(int argc, char **argv) {
     fflush(stdout);
 
     rounds = xcalloc((size_t)(2 * pairs), sizeof(ab_round));
-    int crashed = 0;
+    int crashed = 0, stop_sig = 0, stop_pair = 0; /* stop_sig: SIGINT/SIGTERM during pair stop_pair */
     const char *crash_status = "crash"; /* or "timeout": the cases.status of a failed session */
-    for (int pr = 1; pr <= pairs && !crashed; pr++) {
+    for (int pr = 1; pr <= pairs && !crashed && !stop_sig; pr++) {
         /* balanced: every other pair runs B first, so a "second process runs slower/warmer" trace (seen:
          * 0.2% on the CI machine, docs/methodology.md) and a linear drift cancel instead of siding with B */
         int b_first = seed >= 0 ? (int)(ab_splitmix((uint64_t)seed * 0x10001ull + (uint64_t)pr) & 1)
                                 : !order_ab && pr % 2 == 0;
         double med[2] = {NAN, NAN};
-        for (int j = 0; j < 2 && !crashed; j++) {
+        for (int j = 0; j < 2 && !crashed && !stop_sig; j++) {
             int k = b_first ? 1 - j : j;
+            if (runner_signal()) { /* between rounds */
+                stop_sig = runner_signal();
+                stop_pair = pr;
+                break;
+            }
             for (int f = 0; f < n_files; f++)
                 if (file_check(&files[f], 0, msg, sizeof msg)) {
                     if (!force) {
@@ -892,6 +920,11 @@ int cmd_ab(int argc, char **argv) {
             r->seq = n_rounds;
             n_rounds++;
             int rc = run_round(s->path, c->name, &sides[k], &sides[1 - k], force, c->timeout_s, r, msg, sizeof msg);
+            if (rc == 4) {
+                stop_sig = runner_signal();
+                stop_pair = pr;
+                break;
+            }
             if (rc == 3) {
                 cli_error("ab: refusing: %s", msg);
                 goto cleanup;
@@ -909,11 +942,24 @@ int cmd_ab(int argc, char **argv) {
             }
             med[k] = r->median;
         }
-        if (!crashed)
+        if (!crashed && !stop_sig)
             printf("%5d %5s %12.4f %12.4f %8.4f\n", pr, b_first ? "BA" : "AB", med[0], med[1], med[1] / med[0]);
         fflush(stdout);
     }
-    for (int f = 0; f < n_files && !crashed; f++)
+    if (stop_sig) { /* the unfinished pair's rounds go: the recorded pairs stay balanced */
+        for (int i = 2 * (stop_pair - 1); i < n_rounds; i++) {
+            free(rounds[i].ms);
+            free(rounds[i].error);
+            memset(&rounds[i], 0, sizeof rounds[i]);
+        }
+        n_rounds = 2 * (stop_pair - 1);
+        const char *abbrev = sigabbrev_np(stop_sig);
+        case_error = xasprintf("interrupted by SIG%s during pair %d of %lld: %d complete pair(s) recorded%s",
+                               abbrev ? abbrev : "?", stop_pair, pairs, stop_pair - 1,
+                               stop_pair - 1 < 3 ? ", too few for a verdict" : "");
+        cli_error("ab: %s", case_error);
+    }
+    for (int f = 0; f < n_files && !crashed && !stop_sig; f++)
         if (file_check(&files[f], 1, msg, sizeof msg)) {
             if (!force) {
                 cli_error("ab: refusing: %s", msg);
@@ -932,7 +978,7 @@ int cmd_ab(int argc, char **argv) {
         else bm[nb++] = rounds[i].median;
     }
     ab_result res = {0};
-    int have_res = !crashed && na > 0 && nb > 0;
+    int have_res = !crashed && na > 0 && nb > 0 && (!stop_sig || (na >= 3 && nb >= 3));
     if (have_res) {
         res.n_a = na;
         res.n_b = nb;
@@ -980,13 +1026,13 @@ int cmd_ab(int argc, char **argv) {
     free(esc_case);
     int64_t run_id = -1;
     if (record_db(db_path, s, c, label, cmdline, started, now_seconds() - t_start, sides, files, n_files, rounds,
-                  n_rounds, have_res ? &res : NULL, crashed ? crash_status : "pass", case_error, params, &run_id, err,
-                  sizeof err)) {
+                  n_rounds, have_res ? &res : NULL, stop_sig ? "interrupted" : crashed ? "failed" : "passed",
+                  stop_sig ? "error" : crashed ? crash_status : "pass", case_error, params, &run_id, err, sizeof err)) {
         cli_error("%s", err);
         goto cleanup;
     }
-    printf("recorded: run %lld (%s) in %s\n", (long long)run_id, label, db_path);
-    ret = crashed ? EXIT_FAIL : EXIT_OK;
+    printf("recorded: run %lld (%s) in %s%s\n", (long long)run_id, label, db_path, stop_sig ? " (interrupted)" : "");
+    ret = stop_sig ? 128 + stop_sig : crashed ? EXIT_FAIL : EXIT_OK;
 
 cleanup:
     for (int i = 0; rounds && i < n_rounds; i++) {

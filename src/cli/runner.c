@@ -225,6 +225,8 @@ int runner_install_signals(char *err, size_t err_len) {
 
 int runner_signal(void) { return got_signal; }
 
+int runner_signal_fd(void) { return sig_pipe[0]; }
+
 typedef struct bytes { unsigned char *p; size_t len, cap; } bytes;
 
 static void bytes_add(bytes *b, const void *p, size_t n) {

@@ -94,5 +94,8 @@ int runner_exec(runner_child_fn fn, void *arg, double timeout_s, runner_tick_fn 
  * runner_signal() is the signal received (0 none). SIGPIPE is ignored. */
 int runner_install_signals(char *err, size_t err_len);
 int runner_signal(void);
+/* A descriptor that becomes readable when one of those signals arrives (-1 before
+ * runner_install_signals), for a caller's own poll loop (kestrel-eval ab); read it to drain. */
+int runner_signal_fd(void);
 
 #endif
