@@ -11,6 +11,10 @@
  *
  * usage: engine_diff --a LIB --b LIB --model FILE.gguf --tokens 1,2,3
  *                    [--greedy N] [--tol X] [--median-tol Y] [--argmax-min F] [--a-options S] [--b-options S]
+ *                    [--b-kernel NAME]... [--b-no-kernel NAME]...
+ * --b-kernel / --b-no-kernel: after the run, B's per-op profile (B opened with profile=1) must show
+ * NAME with calls > 0 / must not (at most 8 of each). Why: an option that picks a kernel per step
+ * (the CUDA engine's attention by position and ctx) is only tested when the test sees which ran.
  * --argmax-min: the fraction of prompt positions whose argmax must agree (default 1).
  * --tol 0: the logits must be bit-identical (max_rel is 0 only then).
  * --median-tol: the median over prompt positions of max_rel must also be <= Y. Why: with 8-bit
@@ -94,6 +98,34 @@ static int parse_tokens(const char *s, int32_t **out, int *n)
     return 0;
 }
 
+#define ED_MAX_KERNELS 8
+#define ED_MAX_PROF 256
+
+/* One line per expectation on B's profile; 1 when all hold. */
+static int kernels_check(const side *b, const char *const *want, int n_want, const char *const *unwanted,
+                         int n_unwanted)
+{
+    kestrel_prof_entry pe[ED_MAX_PROF];
+    int32_t n = 0;
+    if (!b->api->profile || b->api->profile(b->e, pe, ED_MAX_PROF, &n) || n <= 0) {
+        printf("kernel b: no profile (open B with profile=1)\n");
+        return 0;
+    }
+    if (n > ED_MAX_PROF) n = ED_MAX_PROF;
+    int ok = 1;
+    for (int k = 0; k < n_want + n_unwanted; k++) {
+        const char *name = k < n_want ? want[k] : unwanted[k - n_want];
+        unsigned long long calls = 0;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(pe[i].name, name)) calls += (unsigned long long)pe[i].calls;
+        const int good = k < n_want ? calls > 0 : calls == 0;
+        printf("kernel b: %s: %llu calls (expected %s)%s\n", name, calls, k < n_want ? "some" : "none",
+               good ? "" : " MISMATCH");
+        ok &= good;
+    }
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     side a = {0}, b = {0};
@@ -104,6 +136,8 @@ int main(int argc, char **argv)
     float *la = NULL, *lb = NULL;
     char err[1024];
     kestrel_info ia, ib;
+    const char *want[ED_MAX_KERNELS], *unwanted[ED_MAX_KERNELS];
+    int n_want = 0, n_unwanted = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--a")) a.lib = argv[i + 1];
         else if (!strcmp(argv[i], "--b")) b.lib = argv[i + 1];
@@ -115,14 +149,24 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--argmax-min")) argmax_min = atof(argv[i + 1]);
         else if (!strcmp(argv[i], "--a-options")) a.opts = argv[i + 1];
         else if (!strcmp(argv[i], "--b-options")) b.opts = argv[i + 1];
-        else {
+        else if (!strcmp(argv[i], "--b-kernel") || !strcmp(argv[i], "--b-no-kernel")) {
+            const int neg = argv[i][4] == 'n';
+            if ((neg ? n_unwanted : n_want) == ED_MAX_KERNELS || !argv[i + 1][0]) {
+                fprintf(stderr, "engine_diff: %s '%s': at most %d non-empty names\n", argv[i], argv[i + 1],
+                        ED_MAX_KERNELS);
+                return 2;
+            }
+            if (neg) unwanted[n_unwanted++] = argv[i + 1];
+            else want[n_want++] = argv[i + 1];
+        } else {
             fprintf(stderr, "engine_diff: unknown argument '%s'\n", argv[i]);
             return 2;
         }
     }
     if (!a.lib || !b.lib || !model || !toks || greedy < 0 || !(tol >= 0) || !(argmax_min >= 0 && argmax_min <= 1)) {
         fprintf(stderr, "usage: engine_diff --a LIB --b LIB --model FILE.gguf --tokens 1,2,3 [--greedy N] [--tol X] "
-                        "[--median-tol Y] [--argmax-min F] [--a-options S] [--b-options S]\n");
+                        "[--median-tol Y] [--argmax-min F] [--a-options S] [--b-options S] [--b-kernel NAME]... "
+                        "[--b-no-kernel NAME]...\n");
         return 2;
     }
     if (parse_tokens(toks, &tk, &ntok)) {
@@ -209,6 +253,7 @@ int main(int argc, char **argv)
     for (int j = 0; j < greedy && (div < 0 || j < div); j++) printf(" %d", seq[j]);
     printf("\n");
     pass &= div < 0 && gworst <= tol;
+    if (n_want + n_unwanted > 0) pass &= kernels_check(&b, want, n_want, unwanted, n_unwanted);
     printf("%s\n", pass ? "PASS" : "FAIL");
     rc = pass ? 0 : 1;
     free(am_a);

@@ -7,7 +7,10 @@
 #     --median-tol is tight (the median gate is checked), and when --argmax-min demands more
 #     agreement than there is (dot=f32 vs q8 disagree on some argmax of this prompt);
 #   - --tol 0 demands bit-identical logits: the same engine passes it, dot=f32 vs dot=q8 fails it;
-#   - usage errors (a negative tol, argmax-min outside [0, 1], an unknown argument) exit 2 with one line.
+#   - --b-kernel / --b-no-kernel read B's profile (profile=1): an op that ran passes the first and fails
+#     the second, an unknown name fails the first, B without profile=1 fails with the reason;
+#   - usage errors (a negative tol, argmax-min outside [0, 1], an unknown argument, a ninth
+#     --b-kernel) exit 2 with one line.
 . "$top_srcdir/tests/lib.sh"
 ED=$top_builddir/cuda/engine_diff
 CPU=${KESTREL_ENGINE_DIR:-$top_builddir/engines}/libkestrel-cpu.so
@@ -15,7 +18,7 @@ CPU=${KESTREL_ENGINE_DIR:-$top_builddir/engines}/libkestrel-cpu.so
 [ -f "$CPU" ] || skip_all "no CPU engine"
 M=$FIX/minivk-q4_0.gguf
 TOK=1,2,3,4,5,6,7,8,200,17,3,42,99,5,128,64
-plan 14
+plan 21
 
 run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --greedy 4
 is 0 "$RC" "same engine, same options: exit 0"
@@ -50,4 +53,22 @@ run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --argmax-min 1.
 is 2 "$RC" "argmax-min outside [0, 1] is a usage error (exit 2)"
 run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --bogus 1
 like "$ERR" "^engine_diff: unknown argument '--bogus'$" "unknown argument: one line naming it"
+
+# the kernel expectations on B's profile (the CPU engine names its ops: attention, lm_head, ...)
+run_cmd "$ED" --a "$CPU" --b "$CPU" --b-options profile=1 --model "$M" --tokens "$TOK" --greedy 2 --b-kernel attention \
+  --b-no-kernel attention_gqa
+is 0 "$RC" "--b-kernel of an op that ran and --b-no-kernel of one that did not: exit 0"
+like "$OUT" "^kernel b: attention: [1-9][0-9]* calls \(expected some\)$" "--b-kernel: the op's calls printed"
+like "$OUT" "^kernel b: attention_gqa: 0 calls \(expected none\)$" "--b-no-kernel: 0 calls printed"
+run_cmd "$ED" --a "$CPU" --b "$CPU" --b-options profile=1 --model "$M" --tokens "$TOK" --greedy 2 --b-no-kernel attention
+is "1|yes" "$RC|$(echo "$OUT" | grep -q '^kernel b: attention: [1-9][0-9]* calls (expected none) MISMATCH$' && echo yes)" \
+  "--b-no-kernel of an op that ran: MISMATCH, exit 1"
+run_cmd "$ED" --a "$CPU" --b "$CPU" --b-options profile=1 --model "$M" --tokens "$TOK" --greedy 2 --b-kernel attention_short_cl
+is 1 "$RC" "--b-kernel of an op that did not run: exit 1"
+run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --greedy 2 --b-kernel attention
+is "1|kernel b: no profile (open B with profile=1)" "$RC|$(echo "$OUT" | grep '^kernel b')" \
+  "--b-kernel without profile=1: exit 1 with the reason"
+run_cmd "$ED" --a "$CPU" --b "$CPU" --model "$M" --tokens "$TOK" --b-kernel 1 --b-kernel 2 --b-kernel 3 --b-kernel 4 \
+  --b-kernel 5 --b-kernel 6 --b-kernel 7 --b-kernel 8 --b-kernel 9
+is "2|engine_diff: --b-kernel '9': at most 8 non-empty names" "$RC|$ERR" "a ninth --b-kernel: exit 2, one line"
 done_testing
