@@ -15,7 +15,7 @@ build=${BUILD_DIR:-build}
 mode=${1:-smoke}
 
 build_deps="build-essential autoconf automake libtool pkg-config libsqlite3-dev libyaml-dev libzstd-dev libssl-dev zstd"
-test_deps="python3 python3-numpy python3-yaml python3-jsonschema sqlite3 chromium valgrind procps"
+test_deps="python3 python3-numpy python3-yaml python3-jsonschema sqlite3 chromium valgrind procps xz-utils"
 
 apt_install() { # install the packages of $* that are missing
     missing=""
