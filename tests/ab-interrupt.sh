@@ -11,10 +11,15 @@ wait_for() { for _ in $(seq 1 1200); do eval "$1" && return 0; sleep 0.1; done; 
 # the number of complete pairs ab has printed (its table lines: pair number, order, two medians, ratio)
 pairs_done() { grep -cE '^ +[0-9]+ +(AB|BA) ' "$T/t.out" 2>/dev/null || true; }
 
+# start_ab PAIRS: an A/A session of 20 ms steps in the background, its pid in $pid
+start_ab() {
+  "$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" --a-options sleep_us=20000 \
+    --b-options sleep_us=20000,threads=1 --rounds "$1" --db "$T/ab.db" >"$T/t.out" 2>"$T/t.err" &
+  pid=$!
+}
+
 # SIGTERM after at least 3 complete pairs of 40: a verdict over the complete pairs
-"$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" --a-options sleep_us=20000 \
-  --b-options sleep_us=20000,threads=1 --rounds 40 --db "$T/ab.db" >"$T/t.out" 2>"$T/t.err" &
-pid=$!
+start_ab 40
 wait_for '[ "$(pairs_done)" -ge 3 ]'
 kill -TERM "$pid"
 wait "$pid"
@@ -38,9 +43,7 @@ like "$(cat "$T/t.out")" "recorded: run [0-9]+ .* \(interrupted\)$" "SIGTERM: th
 ok '! pgrep -f "round-child $T/" >/dev/null 2>&1' "SIGTERM: no round process left behind"
 
 # SIGINT while the first round runs: nothing to compare, the session still recorded as interrupted
-"$KESTREL_EVAL" ab "$T/ab.yaml" --case tiny-decode --a "$FAULT" --b "$FAULT" --a-options sleep_us=20000 \
-  --b-options sleep_us=20000,threads=1 --rounds 5 --db "$T/ab.db" >"$T/t.out" 2>"$T/t.err" &
-pid=$!
+start_ab 5
 wait_for 'pgrep -P "$pid" >/dev/null 2>&1'
 kill -INT "$pid"
 wait "$pid"
