@@ -136,8 +136,13 @@ __device__ __forceinline__ void q8t_issue_rows(const q8_job &job, int nb, int r0
 }
 
 /* row j of a stage against the lane's x blocks: q8x_dot's arithmetic in its order (same bits), the
- * weights read from shared memory as they are used (no registers held for them) */
-template <int NBL>
+ * weights read from shared memory as they are used (no registers held for them).
+ * FULL: nb == 32 * NBL, every lane has all NBL blocks, so no block is guarded. Why: each guard is a
+ * branch region (BSSY/BSYNC) the compiler does not schedule across, so one block's four-deep dp4a
+ * chains ran alone; ncu put the down projection's per-row code at 40 instructions per block, 5 of
+ * them the guard, its warps mostly in fixed-latency and shared-memory waits (PERF-NOTES v22). Every
+ * 27B and 9B matrix width is a multiple of 32 blocks. Same operations in the same order: same bits. */
+template <int NBL, bool FULL = false>
 __device__ __forceinline__ float q8t_dot(const unsigned char *stage, int nb, int j, const int4 (&xa)[NBL],
                                          const int4 (&xb)[NBL], const float (&xd)[NBL], const int (&xs)[NBL])
 {
@@ -148,7 +153,7 @@ __device__ __forceinline__ float q8t_dot(const unsigned char *stage, int nb, int
 #pragma unroll
     for (int k = 0; k < NBL; k++) {
         const int b = lane + 32 * k;
-        if (b < nb) {
+        if (FULL || b < nb) {
             const int c = q4q8_block_dot(q[b], xa[k], xb[k], xs[k]);
             const float sc = __half2float(d[b]) * xd[k];
             acc = acc + sc * (float)c;
@@ -186,7 +191,7 @@ __device__ __forceinline__ float q8t_dot_xs(const unsigned char *stage, int nb, 
  * projection's dots alone at 12.4 us of its 18.2, PERF-NOTES v18 row 2). Same operations in the same
  * order as q8t_dot_xs: the same bits. */
 #define Q8T_XS_CHUNK 4
-template <int NBL>
+template <int NBL, bool FULL = false> /* FULL: nb == 32 * NBL, no block guarded (as q8t_dot) */
 __device__ __forceinline__ float q8t_dot_xs_u(const unsigned char *stage, int nb, int j, const kc_q8blk *xs)
 {
     const int lane = threadIdx.x & 31;
@@ -201,7 +206,7 @@ __device__ __forceinline__ float q8t_dot_xs_u(const unsigned char *stage, int nb
 #pragma unroll
         for (int i = 0; i < Q8T_XS_CHUNK; i++) {
             const int b = lane + 32 * (k0 + i);
-            if (k0 + i < NBL && b < nb) {
+            if (k0 + i < NBL && (FULL || b < nb)) {
                 const int4 *xv = (const int4 *)(xs + b);
                 w[i] = q[b];
                 dh[i] = d[b];
@@ -213,7 +218,7 @@ __device__ __forceinline__ float q8t_dot_xs_u(const unsigned char *stage, int nb
 #pragma unroll
         for (int i = 0; i < Q8T_XS_CHUNK; i++) {
             const int b = lane + 32 * (k0 + i);
-            if (k0 + i < NBL && b < nb) {
+            if (k0 + i < NBL && (FULL || b < nb)) {
                 const int c = q4q8_block_dot(w[i], xa[i], xb[i], xe[i].y);
                 const float sc = __half2float(dh[i]) * __int_as_float(xe[i].x);
                 acc = acc + sc * (float)c;
@@ -433,6 +438,24 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matv
     if (nm.x) {
         q8t_rms_prologue(nm, xsm, (float *)(xsm + nb));
         if (!XS) q8x_load_x<XN, XLOAD_SMEM>(xsm, nb, xa, xb, xd, xs); /* the folded norm's blocks */
+    } else if (XS && NBL >= 8) {
+        /* x (nb q8 blocks, 3 int4 each) into shared memory with every load in flight before the first
+         * store: one L2 round trip, where the run-time loop took two or three, each queued behind the
+         * ring's bulk copies (ncu: a fifth of the down projection's warp samples in this prologue,
+         * PERF-NOTES v22) */
+        constexpr int XV = (NBL * 32 * 3 + 32 * Q8M_WARPS - 1) / (32 * Q8M_WARPS);
+        int4 v[XV];
+#pragma unroll
+        for (int k = 0; k < XV; k++) {
+            const int i = threadIdx.x + 32 * Q8M_WARPS * k;
+            if (i < nb * 3) v[k] = __ldcg((const int4 *)xq + i);
+        }
+#pragma unroll
+        for (int k = 0; k < XV; k++) {
+            const int i = threadIdx.x + 32 * Q8M_WARPS * k;
+            if (i < nb * 3) ((int4 *)xsm)[i] = v[k];
+        }
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the consumers only */
     } else if (XS) {
         for (int i = threadIdx.x; i < nb * 3; i += 32 * Q8M_WARPS) ((int4 *)xsm)[i] = __ldcg((const int4 *)xq + i);
         asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory"); /* the consumers only */
@@ -458,10 +481,13 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matv
         if (u == u0 && threadIdx.x == 0) t_first = q8t_now();
 #endif
         float sum = 0.0f;
+        const unsigned char *st = ring + s * stage_bytes;
         if (row < total && !Q8T_SKIP(2))
-            sum = XS ? (NBL >= 8 ? q8t_dot_xs_u<NBL>(ring + s * stage_bytes, nb, warp, xsm)
-                                 : q8t_dot_xs(ring + s * stage_bytes, nb, warp, (nb + 31) / 32, xsm))
-                     : q8t_dot<XN>(ring + s * stage_bytes, nb, warp, xa, xb, xd, xs);
+            sum = XS ? (NBL >= 8 ? (nb == 32 * NBL ? q8t_dot_xs_u<NBL, true>(st, nb, warp, xsm)
+                                                   : q8t_dot_xs_u<NBL>(st, nb, warp, xsm))
+                                 : q8t_dot_xs(st, nb, warp, (nb + 31) / 32, xsm))
+                     : (nb == 32 * XN ? q8t_dot<XN, true>(st, nb, warp, xa, xb, xd, xs)
+                                      : q8t_dot<XN>(st, nb, warp, xa, xb, xd, xs));
         __syncwarp();
         if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
         if (row < total && !Q8T_SKIP(2) && lane == 0) *yr = job.accumulate ? yold + sum : sum;
@@ -564,8 +590,14 @@ __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const
         const int r = u * Q8T_ROWS + warp;
         if (r < G.rows && !Q8T_SKIP(2)) {
             const unsigned char *st = ring + s * stage_bytes;
-            const float g = q8t_dot<NBL>(st, nb, warp, xa, xb, xd, xs);
-            const float up = q8t_dot<NBL>(st + half_bytes, nb, warp, xa, xb, xd, xs);
+            float g, up;
+            if (nb == 32 * NBL) {
+                g = q8t_dot<NBL, true>(st, nb, warp, xa, xb, xd, xs);
+                up = q8t_dot<NBL, true>(st + half_bytes, nb, warp, xa, xb, xd, xs);
+            } else {
+                g = q8t_dot<NBL>(st, nb, warp, xa, xb, xd, xs);
+                up = q8t_dot<NBL>(st + half_bytes, nb, warp, xa, xb, xd, xs);
+            }
             if (lane == 0) {
                 const float v = g / (1.0f + expf(-g)) * up;
                 y[r] = v;
