@@ -243,14 +243,17 @@ __device__ __forceinline__ float rms8_sumsq(const float4 a, const float4 b)
     return ss;
 }
 /* y[8t .. 8t+8) = x * inv * w, and quantize_q8 of the block of 32 held by threads 4j..4j+3 (a warp's
- * lanes 4j..4j+3: every lane of the warp must call it) into yq (n/32,) */
-__device__ __forceinline__ void rms8_emit(const float4 a, const float4 b, const float4 wa, const float4 wb, float inv,
-                                          int t, float *y, kc_q8blk *yq)
+ * lanes 4j..4j+3: every lane of the warp must call it) into yq (n/32,); WY = 0: y not written */
+template <int WY>
+__device__ __forceinline__ void rms8_emit_t(const float4 a, const float4 b, const float4 wa, const float4 wb, float inv,
+                                            int t, float *y, kc_q8blk *yq)
 {
     const float v[8] = {a.x * inv * wa.x, a.y * inv * wa.y, a.z * inv * wa.z, a.w * inv * wa.w,
                         b.x * inv * wb.x, b.y * inv * wb.y, b.z * inv * wb.z, b.w * inv * wb.w};
-    ((float4 *)y)[2 * t] = make_float4(v[0], v[1], v[2], v[3]);
-    ((float4 *)y)[2 * t + 1] = make_float4(v[4], v[5], v[6], v[7]);
+    if (WY) {
+        ((float4 *)y)[2 * t] = make_float4(v[0], v[1], v[2], v[3]);
+        ((float4 *)y)[2 * t + 1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
     float amax = 0.0f;
 #pragma unroll
     for (int k = 0; k < 8; k++) {
@@ -287,6 +290,11 @@ __device__ __forceinline__ void rms8_emit(const float4 a, const float4 b, const 
         blk->pad[0] = 0;
         blk->pad[1] = 0;
     }
+}
+__device__ __forceinline__ void rms8_emit(const float4 a, const float4 b, const float4 wa, const float4 wb, float inv,
+                                          int t, float *y, kc_q8blk *yq)
+{
+    rms8_emit_t<1>(a, b, wa, wb, inv, t, y, yq);
 }
 
 /* ---- the NEXT RMS norm computed in a residual GEMV's tail (option norm_tail) ----
@@ -353,33 +361,63 @@ __device__ __forceinline__ void q8t_tail_norm(const kc_rmsq &nm, unsigned int *c
 /* ---- the layer's RMS norm folded into the GEMV that consumes it (option rms_fold) ----
  * kc_rmsnorm_q8 (rmsnorm8_q8_kernel: one block of n/8 threads, thread t owning x[8t..8t+8)) computes
  * the sum of squares per thread in a fixed order, sums each warp by warp_sum and the warps' sums by
- * block_sum's second warp_sum, then v = x * inv * w and quantize_q8 per block of 32. Here the 256
- * consumer threads of every block redo it for the whole vector: warp w plays that kernel's warps w,
- * w+8, ... (same per-thread order, same butterflies), so inv, v and the q8 blocks are the same bits;
- * the q8 blocks go to shared memory, the GEMV's x. Block 0 also writes xn and xq, as the norm kernel
- * did, for any later reader. Why: the norm kernel costs ~2.9 us of the step's critical path per
- * layer and norm (a kernel boundary, PERF-NOTES v15) where this costs one L2 round trip and ~1 us
- * of arithmetic while the block's weights are already streaming into its ring. */
-__device__ __forceinline__ void q8t_rms_prologue(const kc_rmsq &nm, kc_q8blk *xs /* (n/32,) shared */,
-                                                 float *red /* (32,) shared */)
+ * block_sum's second warp_sum, then v = x * inv * w and quantize_q8 per block of 32 (rms8_emit). Here
+ * the 256 consumer threads of every block redo it for the whole vector: warp w plays that kernel's
+ * warps w, w+8, w+16 (same per-thread order, same butterflies, the same rms8_emit), so inv, v and the
+ * q8 blocks are the same bits; the q8 blocks go to shared memory, the GEMV's x. Block 0 also writes xn
+ * and xq, as the norm kernel did, for any later reader. The weight w is loaded before the PDL wait
+ * (q8t_rms_load_w: it never changes), x after it with every load in flight, so the fold costs one L2
+ * round trip — the one the GEMV's own x load took — plus its arithmetic and two barriers. Why: the
+ * norm kernel costs ~1.1 us of the step per norm (v17 knockouts, 128 per 27B token); the first form
+ * of this fold (v15) loaded w and x block by block, 20 dependent round trips per warp, and made the
+ * step 20% slower (PERF-NOTES v22). */
+#define RMS8_FOLD_ROUNDS 3 /* n/256 virtual warps over 8 warps: n <= 6144, the x-stationary widths */
+typedef struct q8t_rms_w {
+    float4 a[RMS8_FOLD_ROUNDS], b[RMS8_FOLD_ROUNDS]; /* w[8t .. 8t+8) of the thread's virtual threads t */
+} q8t_rms_w;
+
+__device__ __forceinline__ void q8t_rms_load_w(const kc_rmsq &nm, q8t_rms_w &w)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nvw = nm.n / 256;
+#pragma unroll
+    for (int r = 0; r < RMS8_FOLD_ROUNDS; r++)
+        if (warp + Q8M_WARPS * r < nvw) {
+            const int t = (warp + Q8M_WARPS * r) * 32 + lane;
+            w.a[r] = __ldg((const float4 *)nm.w + 2 * t);
+            w.b[r] = __ldg((const float4 *)nm.w + 2 * t + 1);
+        }
+}
+
+__device__ __forceinline__ void q8t_rms_prologue(const kc_rmsq &nm, const q8t_rms_w &w,
+                                                 kc_q8blk *xs /* (n/32,) shared */, float *red /* (32,) shared */)
 {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, n = nm.n, nvw = n / 256;
-    for (int vw = warp; vw < nvw; vw += Q8M_WARPS) {
-        const int t = vw * 32 + lane; /* the norm kernel's thread */
-        const float4 a = __ldca((const float4 *)nm.x + 2 * t), b = __ldca((const float4 *)nm.x + 2 * t + 1);
-        const float ss = warp_sum(rms8_sumsq(a, b));
-        if (lane == 0) red[vw] = ss;
-    }
+    float4 a[RMS8_FOLD_ROUNDS], b[RMS8_FOLD_ROUNDS];
+#pragma unroll
+    for (int r = 0; r < RMS8_FOLD_ROUNDS; r++)
+        if (warp + Q8M_WARPS * r < nvw) {
+            const int t = (warp + Q8M_WARPS * r) * 32 + lane; /* the norm kernel's thread */
+            a[r] = __ldca((const float4 *)nm.x + 2 * t);
+            b[r] = __ldca((const float4 *)nm.x + 2 * t + 1);
+        }
+#pragma unroll
+    for (int r = 0; r < RMS8_FOLD_ROUNDS; r++)
+        if (warp + Q8M_WARPS * r < nvw) {
+            const float ss = warp_sum(rms8_sumsq(a[r], b[r]));
+            if (lane == 0) red[warp + Q8M_WARPS * r] = ss;
+        }
     asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
-    float tot = lane < nvw ? red[lane] : 0.0f;
+    float tot = lane < nvw ? red[lane] : 0.0f; /* block_sum's second level */
     tot = warp_sum(tot);
     const float inv = rsqrtf(tot / (float)n + nm.eps);
-    for (int b = warp; b < n / 32; b += Q8M_WARPS) {
-        const int i = b * 32 + lane;
-        const float v = __ldca(nm.x + i) * inv * __ldg(nm.w + i);
-        if (blockIdx.x == 0 && nm.xn) nm.xn[i] = v;
-        q8_quantize_warp(v, xs + b);
-    }
+    const int wy = blockIdx.x == 0 && nm.xn;
+#pragma unroll
+    for (int r = 0; r < RMS8_FOLD_ROUNDS; r++)
+        if (warp + Q8M_WARPS * r < nvw) {
+            const int t = (warp + Q8M_WARPS * r) * 32 + lane;
+            if (wy) rms8_emit_t<1>(a[r], b[r], w.a[r], w.b[r], inv, t, nm.xn, xs);
+            else rms8_emit_t<0>(a[r], b[r], w.a[r], w.b[r], inv, t, nm.xn, xs);
+        }
     asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
     if (blockIdx.x == 0 && nm.xq)
         for (int i = threadIdx.x; i < n / 32 * 3; i += 32 * Q8M_WARPS) ((int4 *)nm.xq)[i] = ((const int4 *)xs)[i];
@@ -427,6 +465,8 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matv
             }
         return;
     }
+    q8t_rms_w rw;
+    if (nm.x) q8t_rms_load_w(nm, rw); /* a weight: before the wait */
     kc_pdl_begin();
     Q8T_T(t_wait);
     unsigned long long t_first = 0;
@@ -436,7 +476,7 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matv
     int xs[XN];
     kc_q8blk *xsm = (kc_q8blk *)(ring + ns * stage_bytes); /* XS or nm: x after the ring */
     if (nm.x) {
-        q8t_rms_prologue(nm, xsm, (float *)(xsm + nb));
+        q8t_rms_prologue(nm, rw, xsm, (float *)(xsm + nb));
         if (!XS) q8x_load_x<XN, XLOAD_SMEM>(xsm, nb, xa, xb, xd, xs); /* the folded norm's blocks */
     } else if (XS && NBL >= 8) {
         /* x (nb q8 blocks, 3 int4 each) into shared memory with every load in flight before the first
@@ -573,13 +613,15 @@ __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const
             }
         return;
     }
+    q8t_rms_w rw;
+    if (nm.x) q8t_rms_load_w(nm, rw); /* a weight: before the wait */
     kc_pdl_begin();
     Q8T_T(t_wait);
     int4 xa[NBL], xb[NBL];
     float xd[NBL];
     int xs[NBL];
     if (nm.x) {
-        q8t_rms_prologue(nm, xsm, (float *)(xsm + nb));
+        q8t_rms_prologue(nm, rw, xsm, (float *)(xsm + nb));
         q8x_load_x<NBL, XLOAD_SMEM>(xsm, nb, xa, xb, xd, xs); /* the folded norm's blocks */
     } else {
         q8x_load_x<NBL>(xq, nb, xa, xb, xd, xs);

@@ -1135,7 +1135,7 @@ cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk
 int kc_rms_fold_supported(const kc_mat *W, const kc_rmsq *nm)
 {
     return nm->x && nm->w && W->q8kind == 2 && q8x_nbl(W) && q8t_aligned(W) && W->cols == nm->n &&
-           nm->n % 256 == 0 && nm->n <= 8192 && ((uintptr_t)nm->x | (uintptr_t)nm->w) % 16 == 0;
+           nm->n % 256 == 0 && nm->n <= 256 * Q8M_WARPS * RMS8_FOLD_ROUNDS && ((uintptr_t)nm->x | (uintptr_t)nm->w) % 16 == 0;
 }
 
 /* the folded norm's shared memory after the ring: the q8 blocks of x and 32 floats for the sums */
