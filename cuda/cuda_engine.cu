@@ -27,8 +27,9 @@
  * or the run-time loop (0, A/B; same bits)),
  * q8t_skip=0..15 (tma not for: 1 ssm_out/attn_output, 2 ffn_down, 4 input projections, 8 gate/up;
  * A/B), q8t_okb / q8t_osm (the out projections' own ring; 0 = q8t_kb / q8t_sm; A/B),
- * rms_fold=0|1 (q8gemv=tma: each layer's two RMS norms computed by the GEMV that consumes them,
- * one launch less each, same bits), norm_tail=0|1 (q8gemv=tma: each RMS norm computed by the last block
+ * rms_fold=0|1|in|ffn|auto (q8gemv=tma: each layer's two RMS norms (1), its input norm (in) or its FFN
+ * norm (ffn) computed by the GEMV that consumes them, one launch less each, same bits; auto, the
+ * default: ffn where the model is at most 4096 wide, else 0), norm_tail=0|1 (q8gemv=tma: each RMS norm computed by the last block
  * of the residual GEMV before it, one launch less each, same bits; not with rms_fold), carveout=0..100|101 (percent of L1/shared storage as shared memory for every step kernel; 101 = the
  * driver's choice per kernel),
  * q8wide=stream|nc|smem (q8 GEMVs too wide or tall for xs: the streaming kernel (default), the same
@@ -79,7 +80,7 @@ extern "C" {
 #define Q8KIND_DEFAULT 2 /* option q8gemv: tma, ab 0.9777 against xs (PERF-NOTES v15) */
 #define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */
 #define Q8T_SM_DEFAULT 2
-#define RMS_FOLD_DEFAULT 0 /* option rms_fold: ab 1.19 slower (PERF-NOTES v15) */
+#define RMS_FOLD_DEFAULT -1 /* option rms_fold: auto, the FFN norm folded up to 4096 wide (model.cu rms_fold_bits, PERF-NOTES v22) */
 #define NORM_TAIL_DEFAULT 0 /* option norm_tail: until measured (PERF-NOTES v16) */
 #define CARVEOUT_DEFAULT -1 /* option carveout (101 = -1): the driver's split per kernel */
 #define Q8T_WKB_DEFAULT 200 /* option q8t_wkb: the down projection by TMA, one 200 KB ring per SM (v15) */
@@ -123,8 +124,8 @@ static void fmt_err(char *err, size_t n, const char *fmt, ...)
 /* Options whose value is one word of a short list: the word's value goes into one int of kc_opts. */
 typedef struct choice_opt {
     const char *key;
-    const char *words[4]; /* NULL-terminated when shorter */
-    int values[4];
+    const char *words[5]; /* NULL-terminated when shorter */
+    int values[5];
     size_t field; /* offsetof(kc_opts, ...) */
 } choice_opt;
 
@@ -138,6 +139,7 @@ static const choice_opt k_choices[] = {
     {"attn", {"split", "gqa", "short"}, {0, 1, 2}, offsetof(kc_opts, attn_gqa)},
     {"attn_long", {"split", "gqa"}, {0, 1}, offsetof(kc_opts, attn_long)},
     {"dot", {"q8", "f32"}, {1, 0}, offsetof(kc_opts, dot_q8)},
+    {"rms_fold", {"0", "1", "in", "ffn", "auto"}, {0, 3, 1, 2, -1}, offsetof(kc_opts, rms_fold)}, /* bits: 1 input, 2 FFN */
 };
 
 static const choice_opt *find_choice(const char *key)
@@ -151,7 +153,7 @@ static const choice_opt *find_choice(const char *key)
 static int set_choice(const choice_opt *c, const char *val, kc_opts *o, char *err, size_t err_len)
 {
     int n = 0;
-    while (n < 4 && c->words[n]) {
+    while (n < 5 && c->words[n]) {
         if (!strcmp(c->words[n], val)) {
             *(int *)((char *)o + c->field) = c->values[n];
             return 0;
@@ -259,7 +261,6 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "q8t_wu") && v <= 1) o->q8t_wu = (int)v;
         else if (!strcmp(kv, "q8t_wkb") && (v == 0 || (v >= 16 && v <= 227))) o->q8t_wkb = (int)v;
         else if (!strcmp(kv, "q8t_skip") && v <= 15) o->q8t_skip = (int)v;
-        else if (!strcmp(kv, "rms_fold") && v <= 1) o->rms_fold = (int)v;
         else if (!strcmp(kv, "norm_tail") && v <= 1) o->norm_tail = (int)v;
         else if (!strcmp(kv, "attn_short") && v <= 4096) o->attn_short = (int)v;
         else if (!strcmp(kv, "attn_cl") && v <= INT_MAX) o->attn_cl = (int)v;
@@ -275,7 +276,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }

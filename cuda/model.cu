@@ -569,13 +569,23 @@ static int layer_q8_in(kc_model *m, const kc_layer *L)
  * computes the next RMS norm *nx in its last block (kc_matvec_q8_tail). 1: launched, the caller
  * skips that norm's launch; 0: nothing launched (option off, no norm to fold, a route without the
  * TMA kernel): the caller runs gemv_set; -1: error. */
+/* option rms_fold as bits (1 the input norm, 2 the FFN norm, folded into the GEMV that consumes it);
+ * auto (-1): the FFN norm where the model is at most RMS_FOLD_AUTO_DIM wide. Why: measured on the
+ * H200 (PERF-NOTES v22), the 9B (4096): FFN fold 1.720 vs 1.761-1.766 ms/token, both folds `ab` 0.9686,
+ * the input fold alone 1.782 (slower); the 27B (5120): every fold 0.5-1.6% slower. */
+#define RMS_FOLD_AUTO_DIM 4096
+static int rms_fold_bits(const kc_model *m)
+{
+    return m->rms_fold >= 0 ? m->rms_fold : m->dm.n_embd <= RMS_FOLD_AUTO_DIM ? 2 : 0;
+}
+
 static int gemv_tail(kc_model *m, const char *what, const kc_mat *W, const kc_q8blk *xq, const kc_rmsq *nx,
                      unsigned int *cnt, const kc_pf *pf)
 {
     int rc = -1;
     cudaStream_t st = m->st;
     char nm[80];
-    if (!m->norm_tail || m->rms_fold || !nx || !xq || !q8_path(m, W) || !kc_matvec_q8_tail_ok(W, nx)) return 0;
+    if (!m->norm_tail || rms_fold_bits(m) || !nx || !xq || !q8_path(m, W) || !kc_matvec_q8_tail_ok(W, nx)) return 0;
     snprintf(nm, sizeof nm, "%s_rmsnorm_q4_0xq8", what);
     kc_set_prefetch_next(pf);
     RUN(nm, kc_matvec_q8_tail(W, m->x, xq, nx, cnt, st));
@@ -620,11 +630,11 @@ int kc_layer_step(kc_model *m, int l)
     /* option rms_fold: the input norm computed by the projection GEMV itself (kc_matvec_q8_rms) */
     const kc_rmsq norm_in = {m->x, L->attn_norm, m->xn, m->xq, d->eps, D};
     const kc_mat *GDN_IN[4] = {&L->qkv, &L->z, &L->beta_w, &L->alpha_w}, *ATT_IN[3] = {&L->wq, &L->wk, &L->wv};
-    const int fold_in = m->rms_fold && q8_in &&
+    const int fold_in = (rms_fold_bits(m) & 1) && q8_in &&
                         (L->type == KESTREL_LAYER_GDN ? gdn_ba_q8(m, L) && kc_matvec_q8_rms_ok(GDN_IN, 4, &norm_in)
                                                       : kc_matvec_q8_rms_ok(ATT_IN, 3, &norm_in));
     const kc_rmsq norm_ff = {m->x, L->post_norm, m->xn, m->xq, d->eps, D}; /* and the FFN's norm by the SwiGLU */
-    const int fold_ff = m->rms_fold && q8_ff && !m->ffn_fused &&
+    const int fold_ff = (rms_fold_bits(m) & 2) && q8_ff && !m->ffn_fused &&
                         kc_matvec_swiglu_q8_rms_ok(&L->ffn_gate, &L->ffn_up, &norm_ff, q8_down);
     if (fold_in) { /* below */
     } else if (q8_in && in_ready) { /* computed by the previous layer's down projection (norm_tail) */

@@ -83,7 +83,7 @@ typedef struct kc_model {
     int delta_variant;        /* -1 pick, 0 generic, 1 register-resident */
     int gemv_rpw;             /* rows per warp of the q4_0 GEMVs: 0 = by rows, or 1, 2, 4 (option gemv_rpw) */
     int q8kind;               /* option q8gemv=xs|stream|tma: kc_mat.q8kind */
-    int rms_fold;             /* option rms_fold: the layer norms inside the q8gemv=tma GEMVs (kc_matvec_q8_rms) */
+    int rms_fold;             /* option rms_fold: bits 1 input, 2 FFN norm inside the q8gemv=tma GEMVs (kc_matvec_q8_rms); -1 auto (rms_fold_bits) */
     int norm_tail;            /* option norm_tail: each RMS norm computed by the residual GEMV before it (kc_matvec_q8_tail) */
     int norm_ready;           /* while issuing a step: the next RMS norm was computed by the last GEMV's tail */
     int carveout;             /* option carveout: kc_set_carveout for every step kernel (-1: the driver's) */

@@ -262,7 +262,7 @@ run_checks() {
         --tol 1e-3 >> "$REPORT" 2>&1 || all=1
     same_bits "$w27" "attn_short=4,attn_cl=8,attn_long=gqa" "attn_short=4,attn_cl=8,attn_long=gqa,pdl=0" || all=1
     same_bits "$w27" "attn_short=4,attn_cl=8,attn_long=gqa" "attn_short=4,attn_cl=8,attn_long=gqa,graph=0" || all=1
-    note "- which attention kernels the steps took (engine_diff --b-kernel / --b-no-kernel on B's profile=1): the defaults (32 positions: one block per head only); attn_short=4,attn_cl=8 (all three, no split); the same with attn_long=split (split, no kv-head kernel); the same at ctx=60000, past the kv-head kernel's shared-memory limit (the cluster goes on: no kv-head kernel, no split), each within dot=f32 tol 1e-3 of attn=split"
+    note "- which attention kernels the steps took (engine_diff --b-kernel / --b-no-kernel on B's profile=1): the defaults (32 positions: one block per head only); attn_short=4,attn_cl=8 (all three, no split); the same with attn_long=split (split, no kv-head kernel); the same at ctx=50176, the largest context the engine opens (kc_attention_max_ctx), where the 27B's kv-head kernel still fits its shared memory (up to 57344: the cluster fallback past it is unreachable for the presets), each within dot=f32 tol 1e-3 of attn=split"
     kern() { # B's options, then --b-kernel / --b-no-kernel arguments
         local o=$1
         shift
@@ -275,8 +275,8 @@ run_checks() {
         --b-kernel attention_gqa --b-no-kernel attention_split || all=1
     kern "ctx=4096,attn_short=4,attn_cl=8,attn_long=split" --b-kernel attention_short_cl --b-kernel attention_split \
         --b-no-kernel attention_gqa || all=1
-    kern "ctx=60000,attn_short=4,attn_cl=8" --b-kernel attention_short --b-kernel attention_short_cl \
-        --b-no-kernel attention_gqa --b-no-kernel attention_split || all=1
+    kern "ctx=50176,attn_short=4,attn_cl=8" --b-kernel attention_short --b-kernel attention_short_cl \
+        --b-kernel attention_gqa --b-no-kernel attention_split || all=1
     note "- delta_pf=1 (the delta rule's state prefetched into L2 before the PDL wait) vs the default and vs itself with pdl=0"
     same_bits "$w27" "" "delta_pf=1" || all=1
     same_bits "$w27" "delta_pf=1" "delta_pf=1,pdl=0" || all=1
