@@ -407,7 +407,9 @@ static void test_q8(void)
     const int shapes[][2] = {{333, 5120}, {77, 96}, {130, 2080}, {5, 17408}, {20000, 96}, /* 20000: several trips per warp */
                              {2000, 256}, {600, 6144}, /* q8gemv=tma: 1 and 6 blocks per lane, many stages per block */
                              {136, 12288}, /* q8gemv=tma wide: x in shared memory */
-                             {2640, 17408}}; /* the same, 2-3 stages per block through a 2-stage ring (a wrap) */
+                             {2640, 17408}, /* the same, 2-3 stages per block through a 2-stage ring (a wrap) */
+                             {136, 16640}}; /* wide, 17 blocks per lane with the last ones guarded (nb 520 < 544:
+                                             * the unrolled dot's FULL form is only for nb == 32 x 17) */
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const int rows = shapes[si][0], cols = shapes[si][1], nb = cols / 32;
         void *w[3] = {make_ggml(GGML_TYPE_Q4_0, rows, cols), make_ggml(GGML_TYPE_Q4_0, rows + 3, cols),
