@@ -8,7 +8,7 @@
 lib=$top_builddir/cuda/libkestrel-cuda.so
 [ -f "$lib" ] || skip_all "CUDA engine not configured (no cuda/libkestrel-cuda.so)"
 command -v nm >/dev/null 2>&1 || skip_all "no nm"
-plan 15
+plan 16
 exports=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort | tr '\n' ' ')
 is "kestrel_engine_entry " "$exports" "cuda-engine: exports exactly kestrel_engine_entry"
 ok "! ldd '$lib' | grep -q libcudart" "cuda-engine: CUDA runtime linked statically (no libcudart in ldd)"
@@ -34,9 +34,11 @@ is "2|kestrel-eval: options: delta=x: expected auto, generic or reg" "$(opened d
 is "2|kestrel-eval: options: gdn=one: expected split or fused" "$(opened gdn=one)" "options: gdn's two words"
 is "2|kestrel-eval: options: attn=fast: expected split, gqa or short" "$(opened attn=fast)" "options: attn's three words"
 is "2|kestrel-eval: options: attn_long=short: expected split or gqa" "$(opened attn_long=short)" "options: attn_long's two words"
+is "2|kestrel-eval: options: rms_fold=both: expected 0, 1, in, ffn or auto" "$(opened rms_fold=both)" \
+  "options: rms_fold's five words (0 and 1 among them)"
 bad=""
 for kv in delta=auto delta=generic delta=reg gemv=reg gemv=pipe q8gemv=xs q8gemv=stream q8wide=stream q8wide=nc \
-    q8wide=smem q8wide=xs ffn=split ffn=fused ffn=ring gdn=split gdn=fused attn=split attn=gqa attn=short attn_long=split attn_long=gqa dot=q8 dot=f32 \
+    q8wide=smem q8wide=xs ffn=split ffn=fused ffn=ring gdn=split gdn=fused attn=split attn=gqa attn=short attn_long=split attn_long=gqa dot=q8 dot=f32 rms_fold=0 rms_fold=1 rms_fold=in rms_fold=ffn rms_fold=auto \
     profile=trace profile=1; do
     case $(opened "$kv") in *"options:"*) bad="$bad $kv" ;; esac
 done
