@@ -1,0 +1,77 @@
+#!/bin/sh
+# tools/devcall.sh with a stub pack (no GPU): sourcing names the packed library by its stripped SHA-256
+# prefix; devcall_models generates each missing perf model once and refuses an unknown name (2);
+# devcall_wide writes the 4-layer models; devcall_test_kernels keeps the TAP and reports its counts and
+# failures; devcall_same runs engine_diff bit for bit with the options given (none when empty) and
+# returns its status; devcall_close folds the WAL in and compresses, and reports a missing DB.
+. "$top_srcdir/tests/lib.sh"
+command -v bash >/dev/null 2>&1 || skip_all "no bash"
+command -v strip >/dev/null 2>&1 || skip_all "no strip"
+command -v sqlite3 >/dev/null 2>&1 || skip_all "no sqlite3 command line tool"
+command -v xz >/dev/null 2>&1 || skip_all "no xz"
+plan 14
+TOOL=$top_srcdir/tools/devcall.sh
+P=$T/root/pack
+mkdir -p "$P/bin" "$P/engines" "$P/lib" "$T/root/tests/fixtures" "$T/res"
+cp "$(command -v env)" "$P/engines/libkestrel-cuda.so" # any ELF file: the SHA is of its stripped copy
+# stub kestrel-eval: logs the call, gen-model writes a non-empty -o file
+cat >"$P/bin/kestrel-eval" <<'S'
+#!/bin/sh
+echo "$*" >>"$STUB_LOG"
+while [ $# -gt 0 ]; do [ "$1" = -o ] && echo stub-model >"$2"; shift; done
+exit 0
+S
+# stub test_kernels: one pass, one failure, exit 1
+printf '#!/bin/sh\nprintf "1..2\\nok 1 - a\\nnot ok 2 - b differs\\n"\nexit 1\n' >"$P/bin/test_kernels"
+# stub engine_diff: logs its arguments, a verdict line, exit $ED_RC
+printf '#!/bin/sh\necho "$*" >>"$STUB_LOG"\n[ "${ED_RC:-0}" = 0 ] && echo PASS || echo FAIL\nexit "${ED_RC:-0}"\n' \
+    >"$P/bin/engine_diff"
+chmod +x "$P/bin/"*
+export STUB_LOG="$T/calls.log"
+# dc SCRIPT: bash from $T/root with the tool sourced quietly (the pack as DEVCALL_PACK), OUT set
+dc() { run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack DEVCALL_MODELS="$T/models" DEVCALL_TMP="$T/tmp" \
+    bash -c ". '$TOOL' >/dev/null && $1"; }
+
+strip --strip-unneeded -o "$T/s" "$P/engines/libkestrel-cuda.so"
+want=$(sha256sum "$T/s" | cut -c1-16)
+run_cmd env -C "$T/root" DEVCALL_PACK=pack bash -c ". '$TOOL'"
+is "0|16|devcall: library $want ($P/engines/libkestrel-cuda.so)" "$RC|${#want}|$OUT" \
+    "sourcing names the library by its stripped SHA prefix"
+
+: >"$STUB_LOG"
+dc "devcall_models 27b 9b"
+is "0|2" "$RC|$(grep -c 'gen-model --preset qwen3.5-.*b --type q4_0 --seed 1 -o' "$STUB_LOG")" "devcall_models: both perf models generated"
+ok '[ -s "$T/models/qwen3.5-27b-q4_0.gguf" ] && [ -s "$T/models/qwen3.5-9b-q4_0.gguf" ]' "devcall_models: the files under DEVCALL_MODELS"
+dc "devcall_models 27b"
+is "0|2" "$RC|$(wc -l <"$STUB_LOG" | tr -d ' ')" "devcall_models: a model already there is not generated again"
+dc "devcall_models 5b"
+is "2|devcall: unknown model '5b' (27b, 9b, 2b or tiny)" "$RC|$ERR" "devcall_models: an unknown name, exit 2 and one line"
+
+mkdir -p "$T/tmp"
+: >"$STUB_LOG"
+dc "devcall_wide 27b 2b"
+is "0|gen-model --preset qwen3.5-27b --type q4_0 --seed 5 --layers 4 --vocab 4096 -o $T/tmp/w27.gguf" \
+    "$RC|$(head -1 "$STUB_LOG")" "devcall_wide: a 4-layer model of the 27B's width"
+ok '[ -s "$T/tmp/w2.gguf" ]' "devcall_wide: named by the width's short name (w2.gguf)"
+
+dc "devcall_test_kernels"
+is "1|test_kernels rc 1 1 ok, 1 not ok|not ok 2 - b differs" "$RC|$(echo "$OUT" | tr '\n' '|' | sed 's/|$//')" \
+    "devcall_test_kernels: its status, the counts, the failure"
+ok 'grep -q "^not ok 2" "$T/res/tk.tap"' "devcall_test_kernels: the TAP kept in OUT"
+
+: >"$STUB_LOG"
+dc "devcall_same cuda pdl=0 /x/base.so '' /m/w27.gguf"
+is "0|same bits: libkestrel-cuda.so [pdl=0] vs base.so [] on w27.gguf: rc 0 PASS" "$RC|$OUT" "devcall_same: one line with the verdict"
+is "--a $P/engines/libkestrel-cuda.so --a-options pdl=0 --b /x/base.so --model /m/w27.gguf --tokens 1,2,3,4,5,6,7,8,200,17,3,42,99,5,128,64 --greedy 16 --tol 0" \
+    "$(cat "$STUB_LOG")" "devcall_same: cuda is the packed library, empty options are not passed, tol 0"
+run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack ED_RC=1 bash -c ". '$TOOL' >/dev/null && devcall_same cuda '' cuda rms_fold=1 /m/w9.gguf"
+is "1|same bits: libkestrel-cuda.so [] vs libkestrel-cuda.so [rms_fold=1] on w9.gguf: rc 1 FAIL" "$RC|$OUT" \
+    "devcall_same: engine_diff's failure is its status"
+
+sqlite3 "$T/res/r.db" "PRAGMA journal_mode=WAL; CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (7);" >/dev/null
+dc "devcall_close '$T/res/r.db'"
+is "0|7|no" "$RC|$(xz -dc "$T/res/r.db.xz" >"$T/r2.db" && sqlite3 "$T/r2.db" 'SELECT v FROM t')|$([ -e "$T/res/r.db" ] && echo yes || echo no)" \
+    "devcall_close: the DB compressed with its last row, the plain file gone"
+dc "devcall_close '$T/res/none.db'"
+is "1|devcall: no $T/res/none.db" "$RC|$ERR" "devcall_close: a missing DB is said and fails"
+done_testing

@@ -1,0 +1,103 @@
+# tools/devcall.sh - the steps every development call on the lent GPU repeats, as shell functions.
+# The call scripts in results/perf-h200/dev-v*/ wrote the same preamble out each time (`duplicates`
+# found about twenty copies: paths, the packed library's SHA, the synthetic models, test_kernels, the
+# same-bits pairs); a new call script sources this instead. Bash, from the repository root on the
+# device machine, after `tools/gpu_check.sh --pack BUILD_DIR` here and carry [".carry/gpu-check"]:
+#
+#   . tools/devcall.sh                    G, B, E set, LD_LIBRARY_PATH; prints the stripped SHA-256 prefix
+#   devcall_models 27b 9b &               the perf models (q4_0, seed 1) into $DEVCALL_MODELS, if missing
+#   devcall_wide 27b 9b                   4-layer models of those widths (seed 5, vocab 4096): $DEVCALL_TMP/w27.gguf ...
+#   devcall_test_kernels                  test_kernels -> $OUT/tk.tap; one summary line, then the failures
+#   devcall_same A AOPTS B BOPTS MODEL    engine_diff --tol 0, greedy 16 over 16 tokens; one line with its verdict
+#   devcall_close FILE.db ...             each DB's WAL folded in, then xz -9 (FILE.db.xz)
+#
+# A and B of devcall_same: a library path, or `cuda` for the packed libkestrel-cuda.so. Every function
+# returns the exit status of what it ran (devcall_same: engine_diff's), so `|| fail=1` works.
+# Environment: DEVCALL_PACK (default .carry/gpu-check), DEVCALL_MODELS (default /tmp/kestrel-perf),
+# DEVCALL_TMP (default /tmp), OUT (set by the device tool). tests/tools-devcall.sh runs them with stubs.
+
+G=$PWD/${DEVCALL_PACK:-.carry/gpu-check}
+B=$G/bin
+E=$G/engines
+DEVCALL_MODELS=${DEVCALL_MODELS:-/tmp/kestrel-perf}
+DEVCALL_TMP=${DEVCALL_TMP:-/tmp}
+export LD_LIBRARY_PATH=$G/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+DEVCALL_TOKENS="1,2,3,4,5,6,7,8,200,17,3,42,99,5,128,64"
+
+# the stripped library's SHA-256 prefix (16 hex digits): the name every number of the call goes under
+devcall_sha() {
+    local s
+    s=$(mktemp) || return 1
+    strip --strip-unneeded -o "$s" "${1:-$E/libkestrel-cuda.so}" && sha256sum "$s" | cut -c1-16
+    local rc=$?
+    rm -f "$s"
+    return $rc
+}
+
+# the preset of a short name: 27b -> qwen3.5-27b (27b, 9b, 2b, tiny)
+devcall_preset() {
+    case $1 in
+    27b | 9b | 2b) echo "qwen3.5-$1" ;;
+    tiny) echo tiny ;;
+    *) echo "devcall: unknown model '$1' (27b, 9b, 2b or tiny)" >&2; return 2 ;;
+    esac
+}
+
+devcall_models() {
+    local m p f rc=0
+    mkdir -p "$DEVCALL_MODELS" || return 1
+    for m in "$@"; do
+        p=$(devcall_preset "$m") || return 2
+        f=$DEVCALL_MODELS/$p-q4_0.gguf
+        [ -s "$f" ] && continue
+        "$B/kestrel-eval" gen-model --preset "$p" --type q4_0 --seed 1 -o "$f" >/dev/null || rc=1
+    done
+    return $rc
+}
+
+devcall_wide() {
+    local m p rc=0
+    for m in "$@"; do
+        p=$(devcall_preset "$m") || return 2
+        "$B/kestrel-eval" gen-model --preset "$p" --type q4_0 --seed 5 --layers 4 --vocab 4096 \
+            -o "$DEVCALL_TMP/w${m%b}.gguf" >/dev/null || rc=1
+    done
+    return $rc
+}
+
+devcall_test_kernels() {
+    timeout "${DEVCALL_TK_TIMEOUT:-150}" "$B/test_kernels" tests/fixtures >"$OUT/tk.tap" 2>&1
+    local rc=$?
+    echo "test_kernels rc $rc $(grep -c '^ok' "$OUT/tk.tap") ok, $(grep -c '^not ok' "$OUT/tk.tap") not ok"
+    grep -E '^not ok' "$OUT/tk.tap" | cut -c1-300
+    return $rc
+}
+
+devcall_lib() { if [ "$1" = cuda ]; then echo "$E/libkestrel-cuda.so"; else echo "$1"; fi; }
+
+devcall_same() {
+    local a ao=$2 b bo=$4 m=$5 log
+    a=$(devcall_lib "$1")
+    b=$(devcall_lib "$3")
+    log=$(mktemp) || return 1
+    timeout "${DEVCALL_ED_TIMEOUT:-60}" "$B/engine_diff" --a "$a" ${ao:+--a-options "$ao"} \
+        --b "$b" ${bo:+--b-options "$bo"} --model "$m" --tokens "$DEVCALL_TOKENS" --greedy 16 \
+        --tol 0 >"$log" 2>&1
+    local rc=$?
+    echo "same bits: $(basename "$a") [$ao] vs $(basename "$b") [$bo] on $(basename "$m"): rc $rc $(tail -1 "$log" | cut -c1-100)"
+    rm -f "$log"
+    return $rc
+}
+
+devcall_close() {
+    local d rc=0
+    for d in "$@"; do
+        [ -f "$d" ] || { echo "devcall: no $d" >&2; rc=1; continue; }
+        sqlite3 "$d" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null 2>&1
+        rm -f "$d-wal" "$d-shm"
+        xz -9f "$d" || rc=1
+    done
+    return $rc
+}
+
+echo "devcall: library $(devcall_sha) ($E/libkestrel-cuda.so)"
