@@ -9,7 +9,7 @@
 #    per SM: the third tma variant, launches 734-1100 of the kernel; its PDL batch from 917).
 # Pack: tools/gpu_check.sh --pack of the shipped build; copy this script into .carry/gpu-check/.
 set -u
-B=.carry/gpu-check/bin
+. tools/devcall.sh # B, the library path; prints the packed library's stripped SHA prefix
 timeout 120 $B/bench_gemv --shape ffn > $OUT/bench_ffn.tsv 2>&1; echo "ffn rc $?"; grep -E "^#|ffn_split" $OUT/bench_ffn.tsv | head -20
 timeout 60 $B/bench_gemv --shape dtma > $OUT/bench_dtma.tsv 2>&1; echo "dtma rc $?"; grep -E "skip|stream" $OUT/bench_dtma.tsv | head -12
 for sh in ssm_out qkv+z; do
