@@ -153,7 +153,7 @@ static const choice_opt *find_choice(const char *key)
 static int set_choice(const choice_opt *c, const char *val, kc_opts *o, char *err, size_t err_len)
 {
     int n = 0;
-    while (n < 5 && c->words[n]) {
+    while (n < (int)(sizeof c->words / sizeof c->words[0]) && c->words[n]) {
         if (!strcmp(c->words[n], val)) {
             *(int *)((char *)o + c->field) = c->values[n];
             return 0;

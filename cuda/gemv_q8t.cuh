@@ -297,6 +297,26 @@ __device__ __forceinline__ void rms8_emit(const float4 a, const float4 b, const 
     rms8_emit_t<1>(a, b, wa, wb, inv, t, y, yq);
 }
 
+/* inv = rsqrt(mean(x^2) + eps) over the n/8 virtual threads whose (a, b) = x[8t .. 8t+8) the 256
+ * consumer threads hold, R rounds each (warp w plays the norm kernel's warps w, w+8, ...):
+ * rmsnorm8_q8_kernel's two-level sums (warp_sum per virtual warp into red (n/256,) shared, then
+ * warp_sum of red), so the same bits. Shared by the tail norm and the folded one. */
+template <int R>
+__device__ __forceinline__ float rms8_inv(const float4 (&a)[R], const float4 (&b)[R], int n, float eps, float *red)
+{
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nvw = n / 256;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        if (warp + Q8M_WARPS * r < nvw) {
+            const float ss = warp_sum(rms8_sumsq(a[r], b[r]));
+            if (lane == 0) red[warp + Q8M_WARPS * r] = ss;
+        }
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+    float tot = lane < nvw ? red[lane] : 0.0f; /* block_sum's second level */
+    tot = warp_sum(tot);
+    return rsqrtf(tot / (float)n + eps);
+}
+
 /* ---- the NEXT RMS norm computed in a residual GEMV's tail (option norm_tail) ----
  * After its rows are written, every block counts itself into *cnt (a fence first: its rows visible
  * before the count); the block that counts last computes kc_rmsnorm_q8(nm.x, nm.w) -> nm.xn, nm.xq
@@ -337,16 +357,7 @@ __device__ __forceinline__ void q8t_tail_norm(const kc_rmsq &nm, unsigned int *c
             b[r] = __ldcg((const float4 *)nm.x + 2 * t + 1);
         }
     }
-#pragma unroll
-    for (int r = 0; r < RMS8_TAIL_ROUNDS; r++)
-        if (warp + Q8M_WARPS * r < nvw) {
-            const float ss = warp_sum(rms8_sumsq(a[r], b[r]));
-            if (lane == 0) red[warp + Q8M_WARPS * r] = ss;
-        }
-    asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
-    float tot = lane < nvw ? red[lane] : 0.0f; /* block_sum's second level */
-    tot = warp_sum(tot);
-    const float inv = rsqrtf(tot / (float)nm.n + nm.eps);
+    const float inv = rms8_inv<RMS8_TAIL_ROUNDS>(a, b, nm.n, nm.eps, red);
     asm volatile("cp.async.wait_all;" ::: "memory"); /* this thread's copies: the only ones it reads */
 #pragma unroll
     for (int r = 0; r < RMS8_TAIL_ROUNDS; r++)
@@ -400,16 +411,7 @@ __device__ __forceinline__ void q8t_rms_prologue(const kc_rmsq &nm, const q8t_rm
             a[r] = __ldca((const float4 *)nm.x + 2 * t);
             b[r] = __ldca((const float4 *)nm.x + 2 * t + 1);
         }
-#pragma unroll
-    for (int r = 0; r < RMS8_FOLD_ROUNDS; r++)
-        if (warp + Q8M_WARPS * r < nvw) {
-            const float ss = warp_sum(rms8_sumsq(a[r], b[r]));
-            if (lane == 0) red[warp + Q8M_WARPS * r] = ss;
-        }
-    asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
-    float tot = lane < nvw ? red[lane] : 0.0f; /* block_sum's second level */
-    tot = warp_sum(tot);
-    const float inv = rsqrtf(tot / (float)n + nm.eps);
+    const float inv = rms8_inv<RMS8_FOLD_ROUNDS>(a, b, n, nm.eps, red);
     const int wy = blockIdx.x == 0 && nm.xn;
 #pragma unroll
     for (int r = 0; r < RMS8_FOLD_ROUNDS; r++)

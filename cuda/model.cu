@@ -565,10 +565,6 @@ static int layer_q8_in(kc_model *m, const kc_layer *L)
                                         : q8_path(m, &L->wq) && q8_path(m, &L->wk) && q8_path(m, &L->wv);
 }
 
-/* option norm_tail: y += W . x as the residual GEMV (q8 path, x already quantised in xq) that also
- * computes the next RMS norm *nx in its last block (kc_matvec_q8_tail). 1: launched, the caller
- * skips that norm's launch; 0: nothing launched (option off, no norm to fold, a route without the
- * TMA kernel): the caller runs gemv_set; -1: error. */
 /* option rms_fold as bits (1 the input norm, 2 the FFN norm, folded into the GEMV that consumes it);
  * auto (-1): the FFN norm where the model is at most RMS_FOLD_AUTO_DIM wide. Why: measured on the
  * H200 (PERF-NOTES v22), the 9B (4096): FFN fold 1.720 vs 1.761-1.766 ms/token, both folds `ab` 0.9686,
@@ -579,6 +575,10 @@ static int rms_fold_bits(const kc_model *m)
     return m->rms_fold >= 0 ? m->rms_fold : m->dm.n_embd <= RMS_FOLD_AUTO_DIM ? 2 : 0;
 }
 
+/* option norm_tail: y += W . x as the residual GEMV (q8 path, x already quantised in xq) that also
+ * computes the next RMS norm *nx in its last block (kc_matvec_q8_tail). 1: launched, the caller
+ * skips that norm's launch; 0: nothing launched (option off, no norm to fold, a route without the
+ * TMA kernel): the caller runs gemv_set; -1: error. */
 static int gemv_tail(kc_model *m, const char *what, const kc_mat *W, const kc_q8blk *xq, const kc_rmsq *nx,
                      unsigned int *cnt, const kc_pf *pf)
 {
@@ -733,8 +733,8 @@ int kc_layer_step(kc_model *m, int l)
                                       d->rope_dim, d->rope_base, d->eps, &m->ctl->pos, st));
         /* one block per q head up to attn_short positions, a cluster of attn_clsize blocks per head up
          * to attn_cl (attn=short, the default: this step's kind), else split over positions (by kv head
-         * with attn_long=gqa); the
-         * output quantised for wo by the same launch (dot=q8) */
+         * with attn_long=gqa); the output is quantised for wo by the same launch (dot=q8), so the out
+         * projection needs no quantize launch of its own */
         const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
         if (m->attn_short_step == 1 && kc_attention_short_ok(d->nh, d->nkv, hd))
             RUN("attention_short", kc_attention_short(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL,

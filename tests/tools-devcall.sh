@@ -3,7 +3,9 @@
 # prefix; devcall_models generates each missing perf model once and refuses an unknown name (2);
 # devcall_wide writes the 4-layer models; devcall_test_kernels keeps the TAP and reports its counts and
 # failures; devcall_same runs engine_diff bit for bit with the options given (none when empty) and
-# returns its status; devcall_close folds the WAL in and compresses, and reports a missing DB.
+# returns its status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
+# reports a missing DB. (Its WAL checkpoint is not observed here: the sqlite3 tool folds the WAL in
+# itself when its connection closes.)
 . "$top_srcdir/tests/lib.sh"
 command -v bash >/dev/null 2>&1 || skip_all "no bash"
 command -v strip >/dev/null 2>&1 || skip_all "no strip"

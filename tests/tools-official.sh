@@ -7,7 +7,8 @@ command -v sqlite3 >/dev/null 2>&1 || skip_all "no sqlite3 command line tool"
 command -v xz >/dev/null 2>&1 || skip_all "no xz"
 plan 14
 TOOL=$top_srcdir/tools/official_h200.sh
-# stub GPU check: a report, a results DB in WAL mode with a row not yet checkpointed, exit $GC_RC
+# stub GPU check: a report, a results DB written in WAL mode (the sqlite3 tool checkpoints it on close),
+# exit $GC_RC
 cat >"$T/gc.sh" <<'S'
 #!/bin/sh
 echo "== summary: stub" >"$OUT/report.txt"
