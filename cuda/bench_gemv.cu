@@ -389,7 +389,29 @@ static int ffn_timeline(const char *name, F run, const void *gw, const void *dw,
         kc_set_pdl(0);
         return e;
     };
-    const int rc = q8t_dbg_capture(drec, dcap, both, st, rec);
+    int rc = q8t_dbg_capture(drec, dcap, both, st, rec);
+    /* KC_Q8T_DUMP=FILE: every block's record of KC_Q8T_DUMP_REPS (default 20) more captures appended
+     * to FILE as TSV (variant, rep, phase, block, SM, entry, wait, first, end in us from the rep's first
+     * gate/up entry), to tell a per-SM pattern of the blocks' ends from noise */
+    const char *dump = getenv("KC_Q8T_DUMP");
+    if (!rc && dump) {
+        FILE *fp = fopen(dump, "a");
+        const int reps = getenv("KC_Q8T_DUMP_REPS") ? atoi(getenv("KC_Q8T_DUMP_REPS")) : 20;
+        std::vector<q8t_dbg_rec> rr;
+        for (int rep = 0; fp && rep < reps && !rc; rep++) {
+            rc = q8t_dbg_capture(drec, dcap, both, st, rr);
+            unsigned long long t0 = ~0ull;
+            for (auto &r : rr)
+                if (r.w == gw) t0 = std::min(t0, r.t_entry);
+            for (auto &r : rr) {
+                if (r.w != gw && r.w != dw) continue;
+                fprintf(fp, "%s\t%d\t%s\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", name, rep, r.w == gw ? "gu" : "down", r.blk,
+                        r.sm, ((double)r.t_entry - (double)t0) / 1e3, ((double)r.t_wait - (double)t0) / 1e3,
+                        ((double)r.t_first - (double)t0) / 1e3, ((double)r.t_end - (double)t0) / 1e3);
+            }
+        }
+        if (fp) fclose(fp);
+    }
     cudaFree(drec);
     if (rc) return 1;
     unsigned long long T0 = ~0ull;

@@ -26,7 +26,9 @@
  * q8t_wu=0|1 (tma, the 9B's and 27B's down projection: the dot unrolled for its width (1, default)
  * or the run-time loop (0, A/B; same bits)),
  * q8t_skip=0..15 (tma not for: 1 ssm_out/attn_output, 2 ffn_down, 4 input projections, 8 gate/up;
- * A/B), q8t_okb / q8t_osm (the out projections' own ring; 0 = q8t_kb / q8t_sm; A/B),
+ * A/B), q8t_okb / q8t_osm (the out projections' own ring; 0 = q8t_kb / q8t_sm; A/B), q8t_ogrid=auto|0..1024
+ * (the out projections' grid in blocks: auto, the default, the full grid less the delta rule's blocks
+ * where that adds no stage per block (the 27B: 216 of 264; PERF-NOTES v23), 0 the full grid, N blocks),
  * rms_fold=0|1|in|ffn|auto (q8gemv=tma: each layer's two RMS norms (1), its input norm (in) or its FFN
  * norm (ffn) computed by the GEMV that consumes them, one launch less each, same bits; auto, the
  * default: ffn where the model is at most 4096 wide, else 0), norm_tail=0|1 (q8gemv=tma: each RMS norm computed by the last block
@@ -106,7 +108,7 @@ struct kestrel_engine {
 
 typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
-    int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wu, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, carveout, rms_fold, norm_tail;
+    int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wu, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, q8t_ogrid, carveout, rms_fold, norm_tail;
     int attn_short, delta_pf, attn_cl, attn_clsize, attn_long;
     uint64_t vram_limit;
 } kc_opts;
@@ -216,6 +218,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->rms_fold = RMS_FOLD_DEFAULT;
     o->norm_tail = NORM_TAIL_DEFAULT;
     o->q8t_osm = 0;
+    o->q8t_ogrid = -1; /* auto: kc_q8t_out_grid */
     o->gemv_unroll = 0;
     o->vram_limit = 0;
     if (!options || !*options) return 0;
@@ -235,6 +238,10 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         const char *val = eq + 1;
         if (!strcmp(kv, "profile") && !strcmp(val, "trace")) {
             o->profile = 2;
+            continue;
+        }
+        if (!strcmp(kv, "q8t_ogrid") && !strcmp(val, "auto")) {
+            o->q8t_ogrid = -1;
             continue;
         }
         {
@@ -269,6 +276,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "carveout") && v <= 101) o->carveout = v == 101 ? -1 : (int)v;
         else if (!strcmp(kv, "q8t_okb") && (v == 0 || (v >= 16 && v <= 227))) o->q8t_okb = (int)v;
         else if (!strcmp(kv, "q8t_osm") && v <= 4) o->q8t_osm = (int)v;
+        else if (!strcmp(kv, "q8t_ogrid") && v <= 1024) o->q8t_ogrid = (int)v;
         else if (!strcmp(kv, "ctx") && v >= 1 && v <= 0x7fffffff) o->ctx = (int)v;
         else if (!strcmp(kv, "vram_limit")) o->vram_limit = v;
         else if (!strcmp(kv, "gemv_rpw") && (v == 0 || v == 1 || v == 2 || v == 4)) o->gemv_rpw = (int)v;
@@ -276,7 +284,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -583,6 +591,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->norm_tail = o.norm_tail;
     e->m->q8t_okb = o.q8t_okb;
     e->m->q8t_osm = o.q8t_osm;
+    e->m->q8t_ogrid = o.q8t_ogrid;
     e->m->gemv_unroll = o.gemv_unroll;
     if (gguf_open(model_path, &f, err, err_len)) goto cleanup;
     ld.f = f;

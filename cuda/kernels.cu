@@ -844,7 +844,7 @@ static int q8t_plan_in(int units, size_t stage_bytes, int kb, int per_sm, size_t
                        size_t *smem)
 {
     if (!g_q8t_sms && q8t_setup() != cudaSuccess) return 0;
-    int g = g_q8t_sms * per_sm;
+    int g = per_sm < 0 ? -per_sm : g_q8t_sms * per_sm; /* < 0: a grid of -per_sm blocks (kc_q8t_out_grid) */
     if (g > units) g = units;
     const int per = (units + g - 1) / g;
     const size_t budget = (size_t)kb * 1024, fixed = Q8T_BAR_BYTES + extra;
@@ -858,9 +858,27 @@ static int q8t_plan_in(int units, size_t stage_bytes, int kb, int per_sm, size_t
     return 1;
 }
 
+/* The out projections' grid for option q8t_ogrid=auto (0: keep the full grid of q8t_sm blocks per SM).
+ * The kernel before an out projection is the delta rule (or the attention), whose 255-register blocks
+ * (vh of them) leave room on their SMs for one ring block of 288 x 92 registers, not two: of the full
+ * grid, `beside` blocks become resident only when the delta rule exits, and their weights stream after
+ * it, at the launch's tail (ncu: 46% of the out projection's warp samples wait on a stage). With
+ * `beside` fewer blocks every block fits while the delta rule runs and preloads its share — taken only
+ * where no block then has a stage more than in the full grid (27B: 640 stages, 264 or 216 blocks, at
+ * most 3 each: 216, `ab` 0.9923; the 9B's 512 stages would go from 2 to 3 per block at 232: slower,
+ * PERF-NOTES v23). */
+int kc_q8t_out_grid(const kc_mat *W, int beside)
+{
+    if (!g_q8t_sms && q8t_setup() != cudaSuccess) return 0;
+    const int per_sm = W->q8t_sm > 0 ? W->q8t_sm : g_q8t_per_sm, full = g_q8t_sms * per_sm, g = full - beside;
+    const int units = (W->rows + Q8T_ROWS - 1) / Q8T_ROWS;
+    if (beside <= 0 || g < 1 || units <= full) return 0;
+    return (units + g - 1) / g == (units + full - 1) / full ? g : 0;
+}
+
 static int q8t_plan(const kc_mat *W, int units, size_t stage_bytes, int *grid, int *ns, size_t *smem)
 {
-    return q8t_plan_in(units, stage_bytes, W->q8t_kb > 0 ? W->q8t_kb : g_q8t_kb, W->q8t_sm > 0 ? W->q8t_sm : g_q8t_per_sm,
+    return q8t_plan_in(units, stage_bytes, W->q8t_kb > 0 ? W->q8t_kb : g_q8t_kb, W->q8t_sm ? W->q8t_sm : g_q8t_per_sm,
                        0, grid, ns, smem);
 }
 

@@ -53,7 +53,8 @@ typedef struct kc_mat {
     int32_t q8kind; /* q4_0 x q8 GEMV: 0 x-stationary where cols <= 6144, rows <= 65536 (default), 1 streaming (v6),
                      * 2 x-stationary with the weights bulk-copied into a shared-memory ring (gemv_q8t.cuh) */
     int32_t early; /* q4_0 x q8 x-stationary GEMV: first row's weights loaded before the PDL wait (option gemv_early) */
-    int32_t q8t_kb, q8t_sm; /* q8kind 2: this matrix's ring KB and blocks per SM (0: kc_set_q8t's) */
+    int32_t q8t_kb, q8t_sm; /* q8kind 2: this matrix's ring KB and blocks per SM (0: kc_set_q8t's; q8t_sm < 0: a grid
+                             * of -q8t_sm blocks, kc_q8t_out_grid) */
     int32_t q8t_wkb;        /* q8kind 2, cols > 6144: ring KB at one block per SM (0: 200, -1: the streaming kernel) */
     int32_t q8t_xs;         /* q8kind 2: 1 x in shared memory (0: kc_set_q8t_xs's) */
     int32_t q8t_wloop;      /* q8kind 2, cols > 6144: 1 the dot as a run-time loop (A/B, option q8t_wu=0); 0 unrolled
@@ -204,6 +205,10 @@ int kc_q8_stationary(const kc_mat *W);
 /* q8gemv=tma (kc_mat.q8kind 2, gemv_q8t.cuh): shared memory of each block's weight ring in KB
  * (<= 227; stages of 8 rows) and blocks per SM of its grid. Process-wide; defaults (and 0) 100, 2. */
 void kc_set_q8t(int smem_kb, int per_sm);
+/* option q8t_ogrid=auto: the out projection W's grid (blocks) so that all of them are resident beside
+ * the `beside` blocks of the kernel before it, where that adds no stage per block; 0: the full grid.
+ * kc_mat.q8t_sm = -grid asks the TMA plan for that grid. */
+int kc_q8t_out_grid(const kc_mat *W, int beside);
 /* q8gemv=tma: x in shared memory instead of registers (fewer registers per thread; A/B) */
 void kc_set_q8t_xs(int on);
 /* The input of an RMS norm folded into the q8gemv=tma GEMV that consumes it (option rms_fold):

@@ -96,7 +96,11 @@ int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t
         const int bit = out_proj ? 1 : down ? 2 : ffn ? 8 : 4;
         if (m->q8t_skip & bit) out->q8kind = 0;
         out->q8t_kb = out_proj && m->q8t_okb ? m->q8t_okb : m->q8t_kb;
-        out->q8t_sm = out_proj && m->q8t_osm ? m->q8t_osm : m->q8t_sm;
+        out->q8t_sm = out_proj && m->q8t_ogrid > 0 ? -m->q8t_ogrid : out_proj && m->q8t_osm ? m->q8t_osm : m->q8t_sm;
+        if (out_proj && m->q8t_ogrid < 0) { /* auto: resident beside the delta rule's blocks, where free */
+            const int g = kc_q8t_out_grid(out, m->dm.vh);
+            if (g) out->q8t_sm = -g;
+        }
         out->q8t_wkb = m->q8t_wkb ? m->q8t_wkb : -1;
         out->q8t_xs = m->q8t_xs;
         out->q8t_wloop = !m->q8t_wu;

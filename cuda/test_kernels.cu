@@ -1869,9 +1869,10 @@ static void test_engine_resources(void)
     ok(rc != 0 && strstr(err, "graph"), "bad option value graph=2 is refused: %s", err);
     {   /* the q8gemv=tma options: each out-of-range value refused by name, each valid one accepted */
         const char *bad[] = {"q8gemv=fast", "q8t_kb=15", "q8t_kb=228", "q8t_sm=0", "q8t_sm=5", "q8t_wkb=8",
-                             "q8t_xs=2", "q8t_skip=16", "q8t_osm=5", "rms_fold=2", "norm_tail=2", "carveout=102"};
+                             "q8t_xs=2", "q8t_skip=16", "q8t_osm=5", "q8t_ogrid=1025", "q8t_ogrid=full", "rms_fold=2",
+                             "norm_tail=2", "carveout=102"};
         const char *good = "q8gemv=tma,q8t_kb=64,q8t_sm=3,q8t_wkb=0,q8t_xs=1,q8t_skip=5,q8t_okb=120,q8t_osm=1,"
-                           "rms_fold=1,norm_tail=1,carveout=101";
+                           "q8t_ogrid=216,q8t_ogrid=auto,rms_fold=1,norm_tail=1,carveout=101";
         int refused = 0;
         char first_err[1200] = "";
         for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -1890,6 +1891,30 @@ static void test_engine_resources(void)
            "q8gemv=tma options: %d/%d bad values refused naming the key%s%s; the valid set opens (%s)", refused,
            (int)(sizeof bad / sizeof bad[0]), first_err[0] ? ", first not: " : "", first_err, rc ? err : "ok");
         if (e) api()->close(e);
+    }
+
+    {   /* q8t_ogrid=auto (kc_q8t_out_grid): the full grid less the blocks beside, only where no block gets a
+         * stage more; the 27B's out projection (640 stages) and the 9B's (512) against the delta rule's 48
+         * and 32 blocks, and nothing beside */
+        int sms = 0;
+        T_CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        kc_set_q8t(0, 0);
+        kc_mat o27, o9;
+        memset(&o27, 0, sizeof o27);
+        o27.type = GGML_TYPE_Q4_0;
+        o27.q8kind = 2;
+        o27.rows = 5120;
+        o27.cols = 6144;
+        o9 = o27;
+        o9.rows = o9.cols = 4096;
+        const int full = 2 * sms, u27 = 640, u9 = 512;
+        const int want27 = (u27 + full - 49) / (full - 48) == (u27 + full - 1) / full && u27 > full ? full - 48 : 0;
+        const int want9 = (u9 + full - 33) / (full - 32) == (u9 + full - 1) / full && u9 > full ? full - 32 : 0;
+        const int g27 = kc_q8t_out_grid(&o27, 48), g9 = kc_q8t_out_grid(&o9, 32), g0 = kc_q8t_out_grid(&o27, 0);
+        ok(g27 == want27 && g9 == want9 && g0 == 0 && (sms != 132 || (g27 == 216 && g9 == 0)),
+           "q8t_ogrid=auto on %d SMs: 27B out projection beside 48 blocks %d (want %d), 9B beside 32 %d (want %d), "
+           "beside none %d",
+           sms, g27, want27, g9, want9, g0);
     }
 
     /* a model shape the kernels do not serve: n_embd = 40 */
