@@ -20,6 +20,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <algorithm>
 #include <vector>
 
@@ -396,9 +397,17 @@ static int ffn_timeline(const char *name, F run, const void *gw, const void *dw,
     const char *dump = getenv("KC_Q8T_DUMP");
     if (!rc && dump) {
         FILE *fp = fopen(dump, "a");
-        const int reps = getenv("KC_Q8T_DUMP_REPS") ? atoi(getenv("KC_Q8T_DUMP_REPS")) : 20;
+        const char *rs = getenv("KC_Q8T_DUMP_REPS");
+        const int reps = rs ? atoi(rs) : 20;
+        if (!fp || reps < 1) {
+            fprintf(stderr, "bench_gemv: KC_Q8T_DUMP=%s: %s\n", dump,
+                    !fp ? strerror(errno) : "KC_Q8T_DUMP_REPS must be a positive count");
+            if (fp) fclose(fp);
+            cudaFree(drec);
+            return 1;
+        }
         std::vector<q8t_dbg_rec> rr;
-        for (int rep = 0; fp && rep < reps && !rc; rep++) {
+        for (int rep = 0; rep < reps && !rc; rep++) {
             rc = q8t_dbg_capture(drec, dcap, both, st, rr);
             unsigned long long t0 = ~0ull;
             for (auto &r : rr)
@@ -410,7 +419,10 @@ static int ffn_timeline(const char *name, F run, const void *gw, const void *dw,
                         ((double)r.t_first - (double)t0) / 1e3, ((double)r.t_end - (double)t0) / 1e3);
             }
         }
-        if (fp) fclose(fp);
+        if (fclose(fp) != 0 && !rc) {
+            fprintf(stderr, "bench_gemv: KC_Q8T_DUMP=%s: %s\n", dump, strerror(errno));
+            rc = 1;
+        }
     }
     cudaFree(drec);
     if (rc) return 1;
