@@ -277,7 +277,8 @@ static void ffn_mats_free(ffn_mats *M)
 
 /* The 27B FFN's two TMA GEMVs alone, back to back under PDL as in the step: the down projection (the
  * wide kernel, x in shared memory, one block per SM) at ring sizes 200 (the default: 2 stages of 8
- * rows) with its dot unrolled (q8t_dot_xs_u) and as the run-time loop (q8t_wloop), and 227 KB, and the SwiGLU (quantising its output, 2 blocks of 100 KB per SM), each with
+ * rows) with its dot unrolled (q8t_dot_xs_u), as the run-time loop (q8t_wloop 1) and with x read once per 8
+ * rows (q8t_wloop 2, matvec_q8t_bc_kernel), and 227 KB, and the SwiGLU (quantising its output, 2 blocks of 100 KB per SM), each with
  * phases left out (timing only, g_q8t_skip): 1 no bulk copies (the consumers' arithmetic alone), 2
  * no dots (the ring's streaming alone), 3 neither (the kernel's skeleton). Which of the two paces the
  * GEMV after its dependency wait (PERF-NOTES v18 row 2). */
@@ -304,10 +305,10 @@ static int bench_dtma(const float *x, kc_q8blk *xq, cudaStream_t st)
     CK(kc_quantize_q8(x, F, xq2, st));
     CK(cudaMemset(y, 0, D * 4));
     CK(cudaDeviceSynchronize());
-    const int kbs[3] = {200, 200, 227}, loop[3] = {0, 1, 0};
+    const int kbs[4] = {200, 200, 227, 200}, loop[4] = {0, 1, 0, 2};
     for (int sk = 0; sk < 4; sk++) {
         CK(cudaMemcpyToSymbol(g_q8t_skip, &sk, sizeof sk));
-        for (int ki = 0; ki < 3; ki++) {
+        for (int ki = 0; ki < 4; ki++) {
             double us;
             auto down = [&](int i) -> cudaError_t {
                 kc_mat d = dn[i % ncopy];
@@ -320,7 +321,8 @@ static int bench_dtma(const float *x, kc_q8blk *xq, cudaStream_t st)
             kc_set_pdl(1);
             if (time_batches(down, 3, st, &us)) return 1;
             kc_set_pdl(0);
-            printf("dtma\tdown_tma%d%s_skip%d\t-\t-\t%.2f\t%.0f\t%llu\n", kbs[ki], loop[ki] ? "_loop" : "", sk, us,
+            printf("dtma\tdown_tma%d%s_skip%d\t-\t-\t%.2f\t%.0f\t%llu\n", kbs[ki],
+                   loop[ki] == 1 ? "_loop" : loop[ki] == 2 ? "_bc" : "", sk, us,
                    bd / us / 1e3, (unsigned long long)bd);
         }
         double us;

@@ -23,8 +23,9 @@
  * streaming kernel), q8t_kb=16..227 / q8t_sm=1..4 (tma: ring KB and blocks per SM, default 100, 2),
  * q8t_wkb=0|16..227 (tma for matrices wider than 6144 columns: ring KB at one block per SM, default
  * 200; 0: they stream), q8t_xs=0|1 (tma: x in shared memory for every width, A/B),
- * q8t_wu=0|1 (tma, the 9B's and 27B's down projection: the dot unrolled for its width (1, default)
- * or the run-time loop (0, A/B; same bits)),
+ * q8t_wu=0|1|2 (tma, the 9B's and 27B's down projection: the dot unrolled for its width (1, default),
+ * the run-time loop (0, A/B) or the 8 warps of a stage split by dot lanes, each x block read once for its
+ * 8 rows (2, matvec_q8t_bc_kernel, PERF-NOTES v24); same bits),
  * q8t_skip=0..15 (tma not for: 1 ssm_out/attn_output, 2 ffn_down, 4 input projections, 8 gate/up;
  * A/B), q8t_okb / q8t_osm (the out projections' own ring; 0 = q8t_kb / q8t_sm; A/B), q8t_ogrid=auto|0..1024
  * (the out projections' grid in blocks: auto, the default, the full grid less the delta rule's blocks
@@ -210,7 +211,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->q8t_kb = Q8T_KB_DEFAULT;
     o->q8t_sm = Q8T_SM_DEFAULT;
     o->q8t_xs = 0;
-    o->q8t_wu = 1;
+    o->q8t_wu = 2; /* the x-broadcast down projection (PERF-NOTES v24) */
     o->q8t_wkb = Q8T_WKB_DEFAULT;
     o->q8t_skip = 0;
     o->q8t_okb = 0;
@@ -265,7 +266,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "q8t_kb") && v >= 16 && v <= 227) o->q8t_kb = (int)v;
         else if (!strcmp(kv, "q8t_sm") && v >= 1 && v <= 4) o->q8t_sm = (int)v;
         else if (!strcmp(kv, "q8t_xs") && v <= 1) o->q8t_xs = (int)v;
-        else if (!strcmp(kv, "q8t_wu") && v <= 1) o->q8t_wu = (int)v;
+        else if (!strcmp(kv, "q8t_wu") && v <= 2) o->q8t_wu = (int)v;
         else if (!strcmp(kv, "q8t_wkb") && (v == 0 || (v >= 16 && v <= 227))) o->q8t_wkb = (int)v;
         else if (!strcmp(kv, "q8t_skip") && v <= 15) o->q8t_skip = (int)v;
         else if (!strcmp(kv, "norm_tail") && v <= 1) o->norm_tail = (int)v;
@@ -284,7 +285,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }

@@ -61,7 +61,11 @@ __device__ __forceinline__ unsigned long long q8t_now(void)
         }                                                                                         \
     } while (0)
 #else
+#ifdef KC_Q8T_SKIPC /* timing-only libraries (results/perf-h200/dev-v24/2-build-bounds.sh): bench_gemv's phases left out of the step */
+#define Q8T_SKIP(bit) ((KC_Q8T_SKIPC) & (bit))
+#else
 #define Q8T_SKIP(bit) 0
+#endif
 #define Q8T_T(v) const unsigned long long v = 0ull
 #define Q8T_REC(w_, a, b, c) do { (void)(a); (void)(b); (void)(c); } while (0)
 #endif
@@ -536,6 +540,135 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matv
     }
     Q8T_REC(job.W[0].data, t_entry, t_wait, t_first);
     if (tail.x) q8t_tail_norm(tail, tcnt, ring);
+}
+
+/* ---- the wide down projection with x read once per 8 rows (option q8t_wu=2, PERF-NOTES v24) ----
+ * Why: with x in shared memory, the per-row dot (q8t_dot_xs_u) reads 48 bytes of x and 18 of weights per
+ * lane and block: 17 shared-memory wavefronts per warp-step, of which x takes 12; the 27B down projection
+ * moves ~1.5 MB of shared memory per SM per launch, and its dots alone (no weight traffic) take 0.63 ms
+ * per token (v24 bounds) — shared-memory bandwidth, not issue, bounds them (v19 rows 4-5).
+ * Here the 8 warps split every stage by the dot's lane classes instead of by rows: lane l of the row dot
+ * (blocks l, l + 32, ..., summed in that order) is played by warp l % 8, lane (l / 8) * 8 + r for row r of
+ * the stage, so one warp-step reads 4 x blocks, each broadcast to 8 lanes (3 wavefronts instead of 12).
+ * The warp_sum tree is kept: its steps xor 16 and xor 8 are this warp's shuffles over lane bits 4 and 3;
+ * xor 4, 2, 1 run over the 8 warps' partials in shared memory at the end, in the same order. Same
+ * operations in the same order as q8t_dot_xs_u: the same bits (test_kernels). The stage's rows and
+ * scale rows are padded by 16 bytes so that the 8 rows of a warp-step fall on different banks, and x's
+ * blocks by 16 bytes after every 8 (Q8BC_XOFF) so that the 4 blocks of a step do.
+ * nb == 32 * NBL, one matrix (job.n == 1), no tail or folded norm. Dynamic shared memory: Q8T_BAR_BYTES
+ * + ns * Q8BC_STAGE(nb) + Q8BC_XBYTES(nb) + per * 256 (per: the most stages a block has). */
+#define Q8BC_QS(nb) ((size_t)(nb) * 16 + 16) /* a stage's quant row stride */
+#define Q8BC_DS(nb) ((size_t)(nb) * 2 + 16)  /* its scale row stride */
+#define Q8BC_STAGE(nb) (Q8T_ROWS * (Q8BC_QS(nb) + Q8BC_DS(nb)))
+#define Q8BC_XOFF(b) ((size_t)(b) * 48 + (size_t)((b) >> 3) * 16) /* x block b in shared memory */
+#define Q8BC_XBYTES(nb) Q8BC_XOFF(nb)
+template <int NBL>
+__global__ void __launch_bounds__(Q8T_THREADS, 1) matvec_q8t_bc_kernel(const q8_job job, const kc_q8blk *__restrict__ xq,
+                                                                      int ns)
+{
+    extern __shared__ __align__(128) unsigned char q8t_smem[];
+    constexpr int nb = 32 * NBL;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int total = job.gstart[1];
+    const size_t QS = Q8BC_QS(nb), DS = Q8BC_DS(nb), stage_bytes = Q8BC_STAGE(nb);
+    int u0, u1;
+    q8t_share((total + Q8T_ROWS - 1) / Q8T_ROWS, u0, u1);
+    unsigned char *ring = q8t_smem + Q8T_BAR_BYTES;
+    unsigned char *xsm = ring + ns * stage_bytes;
+    float *red = (float *)(xsm + Q8BC_XBYTES(nb)); /* (u1 - u0, 8 warps, 8 rows) */
+    q8t_ring_init(q8t_smem, ns);
+    if (warp == Q8M_WARPS) { /* the producer: each row and its scales on their own (padded) */
+        asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+        if (lane == 0)
+            for (int u = u0; u < u1; u++) {
+                const int s = (u - u0) % ns, lap = (u - u0) / ns;
+                if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
+                const int r0 = u * Q8T_ROWS, r1 = r0 + Q8T_ROWS < total ? r0 + Q8T_ROWS : total;
+                const uint32_t bar = smem_addr(q8t_smem + 8 * s);
+                unsigned char *st = ring + s * stage_bytes;
+                if (Q8T_SKIP(1)) {
+                    mbar_arrive(bar);
+                    continue;
+                }
+                mbar_expect_tx(bar, (uint32_t)(r1 - r0) * (uint32_t)nb * 18u);
+                for (int r = r0; r < r1; r++) {
+                    bulk_g2s(smem_addr(st + (r - r0) * QS), (const unsigned char *)job.W[0].data + (size_t)r * nb * 16,
+                             (uint32_t)nb * 16, bar);
+                    bulk_g2s(smem_addr(st + Q8T_ROWS * QS + (r - r0) * DS), job.W[0].d + (size_t)r * nb,
+                             (uint32_t)nb * 2, bar);
+                }
+            }
+        return;
+    }
+    kc_pdl_begin();
+    /* the residual's old values of the block's rows (y: the predecessors' output, so after the wait),
+     * one per thread, in flight during x's load and the first stage */
+    const int nrows = (u1 - u0) * Q8T_ROWS;
+    const int myrow = u0 * Q8T_ROWS + threadIdx.x;
+    float yold = 0.0f;
+    if (threadIdx.x < nrows && myrow < total && job.accumulate) yold = job.y[0][myrow];
+    { /* x into the padded layout, every load in flight before the first store (one L2 round trip) */
+        constexpr int XV = (nb * 3 + 32 * Q8M_WARPS - 1) / (32 * Q8M_WARPS);
+        int4 v[XV];
+#pragma unroll
+        for (int k = 0; k < XV; k++) {
+            const int i = threadIdx.x + 32 * Q8M_WARPS * k;
+            if (i < nb * 3) v[k] = __ldcg((const int4 *)xq + i);
+        }
+#pragma unroll
+        for (int k = 0; k < XV; k++) {
+            const int i = threadIdx.x + 32 * Q8M_WARPS * k;
+            if (i < nb * 3) *(int4 *)(xsm + Q8BC_XOFF(i / 3) + (i % 3) * 16) = v[k];
+        }
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+    }
+    const int r = lane & 7, l = warp + 8 * (lane >> 3); /* this thread: row r of each stage, dot lane l */
+    for (int u = u0; u < u1; u++) {
+        const int s = (u - u0) % ns, lap = (u - u0) / ns;
+        mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
+        const unsigned char *st = ring + s * stage_bytes;
+        const uint4 *q = (const uint4 *)(st + r * QS);
+        const __half *d = (const __half *)(st + Q8T_ROWS * QS + r * DS);
+        float acc = 0.0f;
+        if (!Q8T_SKIP(2)) {
+#pragma unroll
+            for (int k0 = 0; k0 < NBL; k0 += Q8T_XS_CHUNK) { /* q8t_dot_xs_u's chunks: loads, then dots */
+                uint4 w[Q8T_XS_CHUNK];
+                int4 xa[Q8T_XS_CHUNK], xb[Q8T_XS_CHUNK], xe[Q8T_XS_CHUNK];
+                __half dh[Q8T_XS_CHUNK];
+#pragma unroll
+                for (int i = 0; i < Q8T_XS_CHUNK; i++)
+                    if (k0 + i < NBL) {
+                        const int b = l + 32 * (k0 + i);
+                        const int4 *xv = (const int4 *)(xsm + Q8BC_XOFF(b));
+                        w[i] = q[b];
+                        dh[i] = d[b];
+                        xa[i] = xv[0];
+                        xb[i] = xv[1];
+                        xe[i] = xv[2];
+                    }
+#pragma unroll
+                for (int i = 0; i < Q8T_XS_CHUNK; i++)
+                    if (k0 + i < NBL) {
+                        const int c = q4q8_block_dot(w[i], xa[i], xb[i], xe[i].y);
+                        const float sc = __half2float(dh[i]) * __int_as_float(xe[i].x);
+                        acc = acc + sc * (float)c;
+                    }
+            }
+        }
+        __syncwarp();
+        if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
+        acc += __shfl_xor_sync(0xffffffffu, acc, 16); /* warp_sum's first two steps: lane bits 4, 3 = l's */
+        acc += __shfl_xor_sync(0xffffffffu, acc, 8);
+        if (lane < 8) red[((u - u0) * Q8M_WARPS + warp) * 8 + r] = acc;
+    }
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
+    if (threadIdx.x < nrows && myrow < total && !Q8T_SKIP(2)) { /* warp_sum's steps xor 4, 2, 1 over the warps */
+        const float *p = red + (threadIdx.x / 8) * Q8M_WARPS * 8 + threadIdx.x % 8;
+        const float a0 = p[0] + p[32], a1 = p[8] + p[40], a2 = p[16] + p[48], a3 = p[24] + p[56];
+        const float sum = (a0 + a2) + (a1 + a3);
+        job.y[0][myrow] = job.accumulate ? yold + sum : sum;
+    }
 }
 
 /* The SwiGLU output's q8 groups of a block's stages [u0, u1) (rows u0*Q8T_ROWS .. of `rows`), once every

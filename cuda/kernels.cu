@@ -803,6 +803,10 @@ static cudaError_t q8t_setup_wide(void)
     cudaError_t e = cudaFuncSetAttribute(matvec_q8t_kernel<12, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(matvec_q8t_kernel<17, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(matvec_q8t_bc_kernel<12>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(matvec_q8t_bc_kernel<17>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
     return e;
 }
 
@@ -810,9 +814,9 @@ static cudaError_t q8t_setup_wide(void)
 #define Q8T_LAUNCH_WIDE(W, grid, smem, st, ...)                                                        \
     do {                                                                                               \
         const int nbl_ = ((W)->cols / 32 + 31) / 32;                                                  \
-        if (!(W)->q8t_wloop && nbl_ == 17)                                                             \
+        if ((W)->q8t_wloop != 1 && nbl_ == 17)                                                             \
             kc_launch(matvec_q8t_kernel<17, 1>, grid, Q8T_THREADS, smem, st, __VA_ARGS__);            \
-        else if (!(W)->q8t_wloop && nbl_ == 12)                                                        \
+        else if ((W)->q8t_wloop != 1 && nbl_ == 12)                                                        \
             kc_launch(matvec_q8t_kernel<12, 1>, grid, Q8T_THREADS, smem, st, __VA_ARGS__);            \
         else                                                                                           \
             kc_launch(matvec_q8t_kernel<1, 1>, grid, Q8T_THREADS, smem, st, __VA_ARGS__);             \
@@ -890,6 +894,19 @@ static int q8t_wide_plan(const kc_mat *W, int rows, int *grid, int *ns, size_t *
     return W->q8kind == 2 && kb > 0 && W->cols > 6144 && nb <= 1024 && rows <= 65536 && q8t_aligned(W) &&
            q8t_plan_in((rows + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)Q8T_ROWS * nb * 18, kb, 1,
                        (size_t)nb * sizeof(kc_q8blk), grid, ns, smem);
+}
+
+/* option q8t_wu=2: the wide kernel's x-broadcast form (matvec_q8t_bc_kernel) for one matrix of 12 or 17
+ * blocks per lane; its ring as q8t_wide_plan's, with padded stages, padded x and the partials' area */
+static int q8t_bc_plan(const kc_mat *W, int rows, int *grid, int *ns, size_t *smem)
+{
+    const int nb = W->cols / 32, kb = W->q8t_wkb ? W->q8t_wkb : Q8T_WIDE_KB, units = (rows + Q8T_ROWS - 1) / Q8T_ROWS;
+    if (W->q8t_wloop != 2 || W->q8kind != 2 || kb <= 0 || (nb != 32 * 12 && nb != 32 * 17) || rows > 65536 ||
+        !q8t_aligned(W) || (!g_q8t_sms && q8t_setup() != cudaSuccess))
+        return 0;
+    const int g = g_q8t_sms < units ? g_q8t_sms : units, per = (units + g - 1) / g;
+    return q8t_plan_in(units, Q8BC_STAGE(nb), kb, 1, Q8BC_XBYTES(nb) + (size_t)per * Q8M_WARPS * 8 * sizeof(float),
+                       grid, ns, smem);
 }
 
 int kc_q8_tma_swiglu_takes(const kc_mat *G, const kc_mat *U, int quantise)
@@ -1030,6 +1047,11 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
     if (nbl || route) { /* one row per warp step: R = 1 row groups */
         for (int i = 0; i < n; i++) job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
         for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
+    }
+    if (route == 3 && n == 1 && q8t_bc_plan(W[0], rows, &tgrid, &ns, &smem)) { /* q8t_wu=2: x read once per 8 rows */
+        if (W[0]->cols == 32 * 32 * 17) kc_launch(matvec_q8t_bc_kernel<17>, tgrid, Q8T_THREADS, smem, st, job, xq, ns);
+        else kc_launch(matvec_q8t_bc_kernel<12>, tgrid, Q8T_THREADS, smem, st, job, xq, ns);
+        return cudaGetLastError();
     }
     if (route == 3) { /* the wide kernel: x in shared memory, weights by TMA */
         Q8T_LAUNCH_WIDE(W[0], tgrid, smem, st, job, xq, ns, kc_rmsq{}, kc_rmsq{}, (unsigned int *)NULL);

@@ -58,7 +58,8 @@ typedef struct kc_mat {
     int32_t q8t_wkb;        /* q8kind 2, cols > 6144: ring KB at one block per SM (0: 200, -1: the streaming kernel) */
     int32_t q8t_xs;         /* q8kind 2: 1 x in shared memory (0: kc_set_q8t_xs's) */
     int32_t q8t_wloop;      /* q8kind 2, cols > 6144: 1 the dot as a run-time loop (A/B, option q8t_wu=0); 0 unrolled
-                             * for 12 or 17 blocks per lane (the 9B's and 27B's down projection) */
+                             * for 12 or 17 blocks per lane (the 9B's and 27B's down projection); 2 those two
+                             * widths by matvec_q8t_bc_kernel, x read once per 8 rows (option q8t_wu=2) */
     int32_t q8wide; /* q4_0 x q8 GEMV of the matrices that stream (q8kind 1 or not x-stationary): 0 the
                      * streaming kernel, 1 the same with x via the read-only path (A/B only: not PDL-safe),
                      * 2 persistent grid with x in shared memory (matvec_q8s_kernel), 3 the same with all of

@@ -103,7 +103,7 @@ int kc_upload_mat(kc_model *m, kc_mat *out, uint32_t type, int64_t rows, int64_t
         }
         out->q8t_wkb = m->q8t_wkb ? m->q8t_wkb : -1;
         out->q8t_xs = m->q8t_xs;
-        out->q8t_wloop = !m->q8t_wu;
+        out->q8t_wloop = m->q8t_wu == 0 ? 1 : m->q8t_wu == 2 ? 2 : 0; /* q8t_wu: 0 loop, 1 unrolled, 2 x broadcast */
     }
     if (kc_alloc(m, &out->data, db)) goto cleanup;
     if (sb && kc_alloc(m, (void **)&out->d, sb)) goto cleanup;

@@ -529,7 +529,7 @@ static void test_q8(void)
                 kc_set_q8t(cfg[c][0], cfg[c][1]);
                 kc_set_q8t_xs(cfg[c][2]);
                 W[0].q8kind = 2;
-                for (int i = 0; i < 3; i++) W[i].q8t_wloop = (int)(c & 1); /* wide: unrolled dot, run-time loop */
+                for (int i = 0; i < 3; i++) W[i].q8t_wloop = (int)(c % 3); /* wide: unrolled, run-time loop, x broadcast */
                 const kc_mat *one[1] = {&W[0]}, *three[3] = {&W[0], &W[1], &W[2]};
                 poison(dy[0], rows * 4);
                 T_CK(kc_matvec_q8(one, dy, 1, dxq, 0, 0));
@@ -585,7 +585,8 @@ static void test_q8(void)
                rows, cols,
                kc_q8_stationary(&probe) ? " (rings of 100, 24, 48, 227, 40 KB, 1-3 blocks per SM, x in registers; 64 KB x 3, 24 KB x 1, x in shared memory)"
                                         : " wide (x in shared memory, a 200 KB ring, one block per SM; the dot unrolled "
-                                          "for 12 or 17 blocks per lane and as the run-time loop)",
+                                          "for 12 or 17 blocks per lane, as the run-time loop, and one matrix with x "
+                                          "read once per 8 rows (q8t_wu=2) where 12 or 17 blocks per lane fill the row)",
                u1, ua, u3, us, sw ? "" : " (n/a)");
             free(sx);
             free(acc);
@@ -1870,8 +1871,8 @@ static void test_engine_resources(void)
     {   /* the q8gemv=tma options: each out-of-range value refused by name, each valid one accepted */
         const char *bad[] = {"q8gemv=fast", "q8t_kb=15", "q8t_kb=228", "q8t_sm=0", "q8t_sm=5", "q8t_wkb=8",
                              "q8t_xs=2", "q8t_skip=16", "q8t_osm=5", "q8t_ogrid=1025", "q8t_ogrid=full", "rms_fold=2",
-                             "norm_tail=2", "carveout=102"};
-        const char *good = "q8gemv=tma,q8t_kb=64,q8t_sm=3,q8t_wkb=0,q8t_xs=1,q8t_skip=5,q8t_okb=120,q8t_osm=1,"
+                             "norm_tail=2", "carveout=102", "q8t_wu=3"};
+        const char *good = "q8gemv=tma,q8t_kb=64,q8t_sm=3,q8t_wkb=0,q8t_xs=1,q8t_wu=2,q8t_skip=5,q8t_okb=120,q8t_osm=1,"
                            "q8t_ogrid=216,q8t_ogrid=auto,rms_fold=1,norm_tail=1,carveout=101";
         int refused = 0;
         char first_err[1200] = "";
