@@ -555,8 +555,9 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matv
  * operations in the same order as q8t_dot_xs_u: the same bits (test_kernels). The stage's rows and
  * scale rows are padded by 16 bytes so that the 8 rows of a warp-step fall on different banks, and x's
  * blocks by 16 bytes after every 8 (Q8BC_XOFF) so that the 4 blocks of a step do.
- * nb == 32 * NBL, one matrix (job.n == 1), no tail or folded norm. Dynamic shared memory: Q8T_BAR_BYTES
- * + ns * Q8BC_STAGE(nb) + Q8BC_XBYTES(nb) + per * 256 (per: the most stages a block has). */
+ * job.y[0] (rows,) [+]= W (rows, 32 nb) . x, xq (nb,) the q8 blocks of x; nb == 32 * NBL, one matrix
+ * (job.n == 1), no tail or folded norm. Dynamic shared memory: Q8T_BAR_BYTES + ns * Q8BC_STAGE(nb) +
+ * Q8BC_XBYTES(nb) + per * 256 (per: the most stages a block has). */
 #define Q8BC_QS(nb) ((size_t)(nb) * 16 + 16) /* a stage's quant row stride */
 #define Q8BC_DS(nb) ((size_t)(nb) * 2 + 16)  /* its scale row stride */
 #define Q8BC_STAGE(nb) (Q8T_ROWS * (Q8BC_QS(nb) + Q8BC_DS(nb)))
