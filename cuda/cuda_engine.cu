@@ -23,9 +23,9 @@
  * streaming kernel), q8t_kb=16..227 / q8t_sm=1..4 (tma: ring KB and blocks per SM, default 100, 2),
  * q8t_wkb=0|16..227 (tma for matrices wider than 6144 columns: ring KB at one block per SM, default
  * 200; 0: they stream), q8t_xs=0|1 (tma: x in shared memory for every width, A/B),
- * q8t_wu=0|1|2 (tma, the 9B's and 27B's down projection: the dot unrolled for its width (1, default),
- * the run-time loop (0, A/B) or the 8 warps of a stage split by dot lanes, each x block read once for its
- * 8 rows (2, matvec_q8t_bc_kernel, PERF-NOTES v24); same bits),
+ * q8t_wu=0|1|2 (tma, the 9B's and 27B's down projection: the 8 warps of a stage split by dot lanes, each
+ * x block read once for its 8 rows (2, the default: matvec_q8t_bc_kernel, PERF-NOTES v24), the dot per row
+ * unrolled for its width (1) or the run-time loop (0, A/B); same bits),
  * q8t_skip=0..15 (tma not for: 1 ssm_out/attn_output, 2 ffn_down, 4 input projections, 8 gate/up;
  * A/B), q8t_okb / q8t_osm (the out projections' own ring; 0 = q8t_kb / q8t_sm; A/B), q8t_ogrid=auto|0..1024
  * (the out projections' grid in blocks: auto, the default, the full grid less the delta rule's blocks
