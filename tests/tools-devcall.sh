@@ -4,14 +4,23 @@
 # devcall_wide writes the 4-layer models; devcall_test_kernels keeps the TAP and reports its counts and
 # failures; devcall_same runs engine_diff bit for bit with the options given (none when empty) and
 # returns its status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
-# reports a missing DB. (Its WAL checkpoint is not observed here: the sqlite3 tool folds the WAL in
-# itself when its connection closes.)
+# reports a missing DB. tools/db_fold.sh, which devcall_close and official_h200.sh fold a DB's WAL with: on
+# a DB left with a non-empty -wal (a writer that exited without closing) it folds the rows in with the sqlite3
+# tool or, without it, python3's sqlite3 module, and with neither it fails naming the DB and keeps the -wal
+# (the older code deleted it unfolded: rows lost).
 . "$top_srcdir/tests/lib.sh"
 command -v bash >/dev/null 2>&1 || skip_all "no bash"
 command -v strip >/dev/null 2>&1 || skip_all "no strip"
 command -v sqlite3 >/dev/null 2>&1 || skip_all "no sqlite3 command line tool"
 command -v xz >/dev/null 2>&1 || skip_all "no xz"
-plan 14
+PYSQL=
+for py in python3 /usr/bin/python3; do
+    command -v "$py" >/dev/null 2>&1 && PYSQL=$("$py" -c 'import sqlite3, sys; print(sys.executable)' 2>/dev/null) &&
+        [ -n "$PYSQL" ] && break # the interpreter itself, not a shim that needs PATH
+    PYSQL=
+done
+[ -n "$PYSQL" ] || skip_all "no python3 with its sqlite3 module"
+plan 19
 TOOL=$top_srcdir/tools/devcall.sh
 P=$T/root/pack
 mkdir -p "$P/bin" "$P/engines" "$P/lib" "$T/root/tests/fixtures" "$T/res"
@@ -76,4 +85,35 @@ is "0|7|no" "$RC|$(xz -dc "$T/res/r.db.xz" >"$T/r2.db" && sqlite3 "$T/r2.db" 'SE
     "devcall_close: the DB compressed with its last row, the plain file gone"
 dc "devcall_close '$T/res/none.db'"
 is "1|devcall: no $T/res/none.db" "$RC|$ERR" "devcall_close: a missing DB is said and fails"
+
+# held DB: its last rows only in a non-empty -wal (the writer exited without closing)
+held() {
+    rm -f "$1" "$1-wal" "$1-shm"
+    "$PYSQL" -c 'import sqlite3, sys, os
+c = sqlite3.connect(sys.argv[1])
+c.execute("PRAGMA journal_mode=WAL")
+c.execute("CREATE TABLE t (v INTEGER)")
+c.execute("INSERT INTO t VALUES (9)")
+c.commit()
+os._exit(0)' "$1"
+}
+held "$T/res/h.db"
+ok '[ -s "$T/res/h.db-wal" ]' "a DB whose last row is only in its -wal (the case below folds)"
+dc "devcall_close '$T/res/h.db'"
+is "0|9|no" "$RC|$(xz -dc "$T/res/h.db.xz" >"$T/h2.db" && sqlite3 "$T/h2.db" 'SELECT v FROM t')|$([ -e "$T/res/h.db-wal" ] && echo yes || echo no)" \
+    "devcall_close: the row in the -wal is in the compressed DB"
+mkdir -p "$T/onlyrm" "$T/withpy"
+ln -sf "$(command -v rm)" "$T/onlyrm/rm"
+ln -sf "$(command -v rm)" "$T/withpy/rm"
+ln -sf "$PYSQL" "$T/withpy/python3"
+SH=$(command -v sh)
+held "$T/res/k.db"
+run_cmd env PATH="$T/onlyrm" DB_FOLD_PYTHONS=python3 "$SH" "$top_srcdir/tools/db_fold.sh" "$T/res/k.db"
+is "1|db_fold: $T/res/k.db: its write-ahead log is not folded in (no sqlite3 tool or python3 sqlite3 module?): kept|yes" \
+    "$RC|$ERR|$([ -s "$T/res/k.db-wal" ] && echo yes || echo no)" "db_fold: with neither tool it fails, names the DB and keeps the -wal"
+run_cmd env PATH="$T/withpy" DB_FOLD_PYTHONS=python3 "$SH" "$top_srcdir/tools/db_fold.sh" "$T/res/k.db"
+is "0|9|no" "$RC|$(sqlite3 "$T/res/k.db" 'SELECT v FROM t')|$([ -e "$T/res/k.db-wal" ] && echo yes || echo no)" \
+    "db_fold: without the sqlite3 tool (the GPU machine) python3 folds it in, the -wal gone"
+run_cmd sh "$top_srcdir/tools/db_fold.sh" "$T/res/none.db"
+is "1|db_fold: no $T/res/none.db" "$RC|$ERR" "db_fold: a missing DB is said and fails"
 done_testing

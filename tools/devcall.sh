@@ -9,7 +9,8 @@
 #   devcall_wide 27b 9b                   4-layer models of those widths (seed 5, vocab 4096): $DEVCALL_TMP/w27.gguf ...
 #   devcall_test_kernels                  test_kernels -> $OUT/tk.tap; one summary line, then the failures
 #   devcall_same A AOPTS B BOPTS MODEL    engine_diff --tol 0, greedy 16 over 16 tokens; one line with its verdict
-#   devcall_close FILE.db ...             each DB's WAL folded in, then xz -9 (FILE.db.xz)
+#   devcall_close FILE.db ...             each DB's WAL folded in (tools/db_fold.sh), then xz -9 (FILE.db.xz);
+#                                         a DB whose WAL cannot be folded keeps its files and fails
 #
 # A and B of devcall_same: a library path, or `cuda` for the packed libkestrel-cuda.so. Every function
 # returns the exit status of what it ran (devcall_same: engine_diff's), so `|| fail=1` works.
@@ -21,6 +22,7 @@ B=$G/bin
 E=$G/engines
 DEVCALL_MODELS=${DEVCALL_MODELS:-/tmp/kestrel-perf}
 DEVCALL_TMP=${DEVCALL_TMP:-/tmp}
+DEVCALL_TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export LD_LIBRARY_PATH=$G/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 DEVCALL_TOKENS="1,2,3,4,5,6,7,8,200,17,3,42,99,5,128,64"
 
@@ -93,8 +95,7 @@ devcall_close() {
     local d rc=0
     for d in "$@"; do
         [ -f "$d" ] || { echo "devcall: no $d" >&2; rc=1; continue; }
-        sqlite3 "$d" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null 2>&1
-        rm -f "$d-wal" "$d-shm"
+        sh "$DEVCALL_TOOLS/db_fold.sh" "$d" || { rc=1; continue; } # a log not folded in: the files stay
         xz -9f "$d" || rc=1
     done
     return $rc

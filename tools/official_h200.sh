@@ -44,9 +44,8 @@ grep -E "^\[|^ratio|^verdict|^sanity:" "$W/perf/log.txt" | cut -c1-160 | head -4
 
 # the DBs: WAL folded in, then each compressed on its own; everything else in one archive
 shopt -s nullglob
-for d in "$W"/gc/*.db "$W"/perf/*.db; do sqlite3 "$d" "PRAGMA wal_checkpoint(TRUNCATE);" >/dev/null 2>&1; done
-rm -f "$W"/gc/*.db-* "$W"/perf/*.db-*
 pack_rc=0
+sh tools/db_fold.sh "$W"/gc/*.db "$W"/perf/*.db || pack_rc=1 # a log it cannot fold stays (into texts.tgz)
 for d in "$W"/gc/*.db "$W"/perf/*.db; do
     rel=${d#"$W"/}
     xz -9 -T4 -c "$d" > "$FINAL/${rel//\//-}.xz" || pack_rc=1
