@@ -12,7 +12,8 @@
  * Every q8 variant's output is compared bit for bit with the (R=1, U=1) variant: they share one
  * arithmetic order (gemv_q8.cuh), so any difference is a bug.
  *
- * Usage: bench_gemv [--shape NAME]  (prints one TSV line per shape x variant; NAME ffn: the fused FFN only; l2: the L2-prefetch measurements)
+ * Usage: bench_gemv [--shape NAME]  (prints one TSV line per shape x variant; NAME ffn: the fused FFN only; l2: the L2-prefetch measurements;
+ * gdnwin: the delta rule + out projection timeline)
  */
 #define KC_Q8T_DBG 1 /* gemv_q8t.cuh: per-block timeline of the TMA kernels (bench only) */
 #define KC_AG_DBG 1  /* kernels.cu: attention_gqa_kernel's phases skipped on request (bench only) */
@@ -448,6 +449,105 @@ static int ffn_timeline(const char *name, F run, const void *gw, const void *dw,
         }
         printf("\n");
     }
+    return 0;
+}
+
+/* --shape gdnwin: the window of a 27B GDN layer between gdn_prep and the norm — the delta rule with its
+ * gated norm (kc_delta_step_norm_q8: 48 heads, 3 MB of state) and the out projection after it (5120 x
+ * 6144 q4_0 with the residual, the engine's grid of 216 blocks: q8t_ogrid=auto) — NP pairs back to back
+ * under PDL, the state and the weights rotated over copies so that both come from HBM as in the step.
+ * Per-block timeline (KC_Q8T_DBG): the delta rule's (entry, wait passed, column computed, end), the out
+ * projection's (entry, wait passed, first stage landed, end), in us from the pair's first delta block
+ * passing its wait; [min median max] over the blocks of the middle pairs. Why: v25 found the window's
+ * time conserved between the two kernels (cuda/PERF-NOTES.md v25 row 5); this says what each phase takes. */
+static int bench_gdnwin(cudaStream_t st)
+{
+    const int kh = 16, vh = 48, kd = 128, D = 5120, V = vh * kd, NS = 8, NP = 8;
+    const size_t nS = (size_t)vh * kd * kd;
+    std::vector<kc_mat> W(NS);
+    std::vector<float *> S(NS);
+    for (int c = 0; c < NS; c++) {
+        if (alloc_q4(&W[c], D, V, 4100u + 7 * c, 4200u + 11 * c)) return 1;
+        W[c].q8kind = 2;
+        W[c].q8t_sm = -216;
+        CK(cudaMalloc(&S[c], nS * 4));
+        CK(cudaMemset(S[c], 0, nS * 4));
+    }
+    float *q, *k, *v, *g, *beta, *o, *z, *w, *y, *x;
+    kc_q8blk *yq;
+    CK(cudaMalloc(&q, kh * kd * 4));
+    CK(cudaMalloc(&k, kh * kd * 4));
+    CK(cudaMalloc(&v, V * 4));
+    CK(cudaMalloc(&g, vh * 4));
+    CK(cudaMalloc(&beta, vh * 4));
+    CK(cudaMalloc(&o, V * 4));
+    CK(cudaMalloc(&z, V * 4));
+    CK(cudaMalloc(&w, kd * 4));
+    CK(cudaMalloc(&y, V * 4));
+    CK(cudaMalloc(&x, D * 4));
+    CK(cudaMalloc(&yq, V / 32 * sizeof(kc_q8blk)));
+    CK(cudaMemset(q, 0, kh * kd * 4)); /* zeros: timing only */
+    CK(cudaMemset(k, 0, kh * kd * 4));
+    CK(cudaMemset(v, 0, V * 4));
+    CK(cudaMemset(g, 0, vh * 4));
+    CK(cudaMemset(beta, 0, vh * 4));
+    CK(cudaMemset(z, 0, V * 4));
+    CK(cudaMemset(w, 0, kd * 4));
+    CK(cudaMemset(x, 0, D * 4));
+    CK(cudaDeviceSynchronize());
+    q8t_dbg_rec *drec;
+    const unsigned dcap = 8192;
+    CK(cudaMalloc(&drec, dcap * sizeof *drec));
+    std::vector<q8t_dbg_rec> rec;
+    auto run = [&]() -> cudaError_t {
+        kc_set_pdl(1);
+        cudaError_t e = cudaSuccess;
+        for (int i = 0; i < NP && e == cudaSuccess; i++) {
+            e = kc_delta_step_norm_q8(S[i % NS], q, k, v, g, beta, o, z, w, 1e-6f, y, yq, kh, kd, vh, kd, st);
+            const kc_mat *one[1] = {&W[i % NS]};
+            float *Y[1] = {x};
+            if (e == cudaSuccess) e = kc_matvec_q8(one, Y, 1, yq, 1, st);
+        }
+        kc_set_pdl(0);
+        return e;
+    };
+    if (q8t_dbg_capture(drec, dcap, run, st, rec)) return 1; /* warm-up: graphs, caches of the code */
+    if (q8t_dbg_capture(drec, dcap, run, st, rec)) return 1;
+    /* pair i: its delta records have w == S[i % NS] and come before the out projection's with w ==
+     * W[i % NS].data; with NP == NS each pointer names one pair */
+    std::vector<double> f[2][4];
+    for (int i = 2; i < NP - 1; i++) { /* the middle pairs: a predecessor and a successor each */
+        unsigned long long t0 = ~0ull;
+        for (auto &r : rec)
+            if (r.w == S[i]) t0 = std::min(t0, r.t_wait);
+        for (auto &r : rec) {
+            const int kind = r.w == S[i] ? 0 : r.w == W[i].data ? 1 : -1;
+            if (kind < 0) continue;
+            const unsigned long long t[4] = {r.t_entry, r.t_wait, r.t_first, r.t_end};
+            for (int j = 0; j < 4; j++) f[kind][j].push_back(((double)t[j] - (double)t0) / 1e3);
+        }
+    }
+    const char *what[2] = {"delta rule (entry, wait, column computed, end)",
+                           "out projection (entry, wait, first stage, end)"};
+    for (int kind = 0; kind < 2; kind++) {
+        if (f[kind][0].empty()) continue;
+        printf("# gdnwin %s, %zu records, us from the delta rule's first wait passed [min median max]:", what[kind],
+               f[kind][0].size());
+        for (int j = 0; j < 4; j++) {
+            std::sort(f[kind][j].begin(), f[kind][j].end());
+            printf(" [%.2f %.2f %.2f]", f[kind][j].front(), f[kind][j][f[kind][j].size() / 2], f[kind][j].back());
+        }
+        printf("\n");
+    }
+    fflush(stdout);
+    cudaFree(drec);
+    for (int c = 0; c < NS; c++) {
+        cudaFree(W[c].data);
+        cudaFree(W[c].d);
+        cudaFree(S[c]);
+    }
+    cudaFree(q); cudaFree(k); cudaFree(v); cudaFree(g); cudaFree(beta); cudaFree(o); cudaFree(z); cudaFree(w);
+    cudaFree(y); cudaFree(x); cudaFree(yq);
     return 0;
 }
 
@@ -1444,6 +1544,7 @@ int main(int argc, char **argv)
     if (only && !strcmp(only, "l2") && bench_l2(x, xq, st)) return 1; /* on request only: ~40 s */
     if (only && !strcmp(only, "attn") && bench_attn(st)) return 1;    /* on request only */
     if (only && !strcmp(only, "dtma") && bench_dtma(x, xq, st)) return 1;    /* on request only */
+    if (only && !strcmp(only, "gdnwin") && bench_gdnwin(st)) return 1; /* on request only */
     printf("# %s\n", fails ? "FAIL: q8 variants disagree" : "q8 variants bit-identical");
     return fails ? 1 : 0;
 }

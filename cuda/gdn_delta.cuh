@@ -80,9 +80,11 @@ __device__ __forceinline__ void delta_step_body(float *__restrict__ S, const flo
     float *sq = sh, *sk = sh + kd;
     const int vi = blockIdx.x;
     const int hk = vi % kh; /* tiled v-head -> k-head mapping of the GGUF files */
+    Q8T_T(t_entry); /* bench_gemv's per-block timeline (KC_Q8T_DBG builds only; --shape gdnwin) */
     /* the norm's weight before the PDL wait (weights never change during a run: docs "PDL") */
     const float wn = KDT && z ? __ldg(w + threadIdx.x) : 0.0f;
     kc_pdl_begin();
+    Q8T_T(t_wait);
     float *Sm = S + (size_t)vi * kd * vd;
     const float gl = g[vi], bt = beta[vi];
     if (KDT == 0) {
@@ -95,6 +97,8 @@ __device__ __forceinline__ void delta_step_body(float *__restrict__ S, const flo
         for (int dv = threadIdx.x; dv < vd; dv += blockDim.x)
             o[(size_t)vi * vd + dv] =
                 delta_column<0>(Sm + dv, vd, kd, sk, sq, alpha, bt, v[(size_t)vi * vd + dv]);
+        (void)t_entry;
+        (void)t_wait;
     } else {
         /* every load of the step issued before the first is used: the column of S, v, z and the q/k
          * staging in one round trip (the staging's barrier came first: PERF-NOTES v14 row 3) */
@@ -109,6 +113,7 @@ __device__ __forceinline__ void delta_step_body(float *__restrict__ S, const flo
         sk[dv] = k[(size_t)hk * KDT + dv];
         __syncthreads();
         const float oa = delta_column<KDT>(Sr, 1, KDT, sk, sq, expf(gl), bt, vv);
+        Q8T_T(t_col);
 #pragma unroll
         for (int dk = 0; dk < KDT; dk++) Sm[(size_t)dk * KDT + dv] = Sr[dk];
         o[i] = oa;
@@ -116,6 +121,7 @@ __device__ __forceinline__ void delta_step_body(float *__restrict__ S, const flo
             __shared__ float red[32];
             gated_norm_q8_column(oa, i, dv, vd, zz, wn, eps, y, yq, red); /* vd == KDT */
         }
+        Q8T_REC_N(S, t_entry, t_wait, t_col, KDT / 32); /* (entry, wait passed, column computed, end) */
     }
 }
 

@@ -68,6 +68,7 @@ __device__ __forceinline__ unsigned long long q8t_now(void)
 #endif
 #define Q8T_T(v) const unsigned long long v = 0ull
 #define Q8T_REC(w_, a, b, c) do { (void)(a); (void)(b); (void)(c); } while (0)
+#define Q8T_REC_N(w_, a, b, c, nw) Q8T_REC(w_, a, b, c)
 #endif
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
