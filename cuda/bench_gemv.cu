@@ -373,6 +373,16 @@ static int q8t_dbg_capture(q8t_dbg_rec *drec, unsigned cap, F run, cudaStream_t 
     return 0;
 }
 
+/* the four marks' [min median max] over the records in f (sorted here), on the current line */
+static void print_spread(std::vector<double> (&f)[4])
+{
+    for (int j = 0; j < 4; j++) {
+        std::sort(f[j].begin(), f[j].end());
+        printf(" [%.2f %.2f %.2f]", f[j].front(), f[j][f[j].size() / 2], f[j].back());
+    }
+    printf("\n");
+}
+
 /* One FFN (copy 0) right after another (copy 1) under PDL, with the TMA kernels' per-block timeline
  * (KC_Q8T_DBG): for the gate/up records (the SwiGLU kernel, or the ring FFN's first phase) and the
  * down records (the down kernel, or the ring's second phase), each field's [min, median, max] over
@@ -443,11 +453,7 @@ static int ffn_timeline(const char *name, F run, const void *gw, const void *dw,
         }
         if (f[0].empty()) continue;
         printf("# timeline %s %s (%zu blocks, us: min/median/max):", name, what[k], f[0].size());
-        for (int j = 0; j < 4; j++) {
-            std::sort(f[j].begin(), f[j].end());
-            printf(" [%.2f %.2f %.2f]", f[j].front(), f[j][f[j].size() / 2], f[j].back());
-        }
-        printf("\n");
+        print_spread(f);
     }
     return 0;
 }
@@ -458,7 +464,8 @@ static int ffn_timeline(const char *name, F run, const void *gw, const void *dw,
  * under PDL, the state and the weights rotated over copies so that both come from HBM as in the step.
  * Per-block timeline (KC_Q8T_DBG): the delta rule's (entry, wait passed, column computed, end), the out
  * projection's (entry, wait passed, first stage landed, end), in us from the pair's first delta block
- * passing its wait; [min median max] over the blocks of the middle pairs. Why: v25 found the window's
+ * passing its wait; [min median max] over the blocks of the middle pairs; then the same with the out
+ * projection's bulk copies left out (timing only: no preload beside the delta rule). Why: v25 found the window's
  * time conserved between the two kernels (cuda/PERF-NOTES.md v25 row 5); this says what each phase takes. */
 static int bench_gdnwin(cudaStream_t st)
 {
@@ -511,34 +518,35 @@ static int bench_gdnwin(cudaStream_t st)
         kc_set_pdl(0);
         return e;
     };
-    if (q8t_dbg_capture(drec, dcap, run, st, rec)) return 1; /* warm-up: graphs, caches of the code */
-    if (q8t_dbg_capture(drec, dcap, run, st, rec)) return 1;
-    /* pair i: its delta records have w == S[i % NS] and come before the out projection's with w ==
-     * W[i % NS].data; with NP == NS each pointer names one pair */
-    std::vector<double> f[2][4];
-    for (int i = 2; i < NP - 1; i++) { /* the middle pairs: a predecessor and a successor each */
-        unsigned long long t0 = ~0ull;
-        for (auto &r : rec)
-            if (r.w == S[i]) t0 = std::min(t0, r.t_wait);
-        for (auto &r : rec) {
-            const int kind = r.w == S[i] ? 0 : r.w == W[i].data ? 1 : -1;
-            if (kind < 0) continue;
-            const unsigned long long t[4] = {r.t_entry, r.t_wait, r.t_first, r.t_end};
-            for (int j = 0; j < 4; j++) f[kind][j].push_back(((double)t[j] - (double)t0) / 1e3);
+    for (int sk = 0; sk <= 1; sk++) { /* 1: the out projection without its bulk copies (no preload) */
+        CK(cudaMemcpyToSymbol(g_q8t_skip, &sk, sizeof sk));
+        if (q8t_dbg_capture(drec, dcap, run, st, rec)) return 1; /* warm-up: graphs, caches of the code */
+        if (q8t_dbg_capture(drec, dcap, run, st, rec)) return 1;
+        /* pair i: its delta records have w == S[i % NS] and come before the out projection's with w ==
+         * W[i % NS].data; with NP == NS each pointer names one pair */
+        std::vector<double> f[2][4];
+        for (int i = 2; i < NP - 1; i++) { /* the middle pairs: a predecessor and a successor each */
+            unsigned long long t0 = ~0ull;
+            for (auto &r : rec)
+                if (r.w == S[i]) t0 = std::min(t0, r.t_wait);
+            for (auto &r : rec) {
+                const int kind = r.w == S[i] ? 0 : r.w == W[i].data ? 1 : -1;
+                if (kind < 0) continue;
+                const unsigned long long t[4] = {r.t_entry, r.t_wait, r.t_first, r.t_end};
+                for (int j = 0; j < 4; j++) f[kind][j].push_back(((double)t[j] - (double)t0) / 1e3);
+            }
+        }
+        const char *what[2] = {"delta rule (entry, wait, column computed, end)",
+                               "out projection (entry, wait, first stage, end)"};
+        for (int kind = 0; kind < 2; kind++) {
+            if (f[kind][0].empty()) continue;
+            printf("# gdnwin%s %s, %zu records, us from the delta rule's first wait passed [min median max]:",
+                   sk ? " (out projection without weight copies)" : "", what[kind], f[kind][0].size());
+            print_spread(f[kind]);
         }
     }
-    const char *what[2] = {"delta rule (entry, wait, column computed, end)",
-                           "out projection (entry, wait, first stage, end)"};
-    for (int kind = 0; kind < 2; kind++) {
-        if (f[kind][0].empty()) continue;
-        printf("# gdnwin %s, %zu records, us from the delta rule's first wait passed [min median max]:", what[kind],
-               f[kind][0].size());
-        for (int j = 0; j < 4; j++) {
-            std::sort(f[kind][j].begin(), f[kind][j].end());
-            printf(" [%.2f %.2f %.2f]", f[kind][j].front(), f[kind][j][f[kind][j].size() / 2], f[kind][j].back());
-        }
-        printf("\n");
-    }
+    const int zero = 0;
+    CK(cudaMemcpyToSymbol(g_q8t_skip, &zero, sizeof zero));
     fflush(stdout);
     cudaFree(drec);
     for (int c = 0; c < NS; c++) {
