@@ -3,7 +3,8 @@
 # prefix; devcall_models generates each missing perf model once and refuses an unknown name (2);
 # devcall_wide writes the 4-layer models; devcall_test_kernels keeps the TAP and reports its counts and
 # failures; devcall_same runs engine_diff bit for bit with the options given (none when empty) and
-# returns its status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
+# returns its status; devcall_suite runs a suite from the pack and keeps its log and kernel table, returning the
+# run's status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
 # reports a missing DB. tools/db_fold.sh, which devcall_close and official_h200.sh fold a DB's WAL with: on
 # a DB left with a non-empty -wal (a writer that exited without closing) it folds the rows in with the sqlite3
 # tool or, without it, python3's sqlite3 module, and with neither it fails naming the DB and keeps the -wal
@@ -20,15 +21,20 @@ for py in python3 /usr/bin/python3; do
     PYSQL=
 done
 [ -n "$PYSQL" ] || skip_all "no python3 with its sqlite3 module"
-plan 19
+plan 21
 TOOL=$top_srcdir/tools/devcall.sh
 P=$T/root/pack
 mkdir -p "$P/bin" "$P/engines" "$P/lib" "$T/root/tests/fixtures" "$T/res"
 cp "$(command -v env)" "$P/engines/libkestrel-cuda.so" # any ELF file: the SHA is of its stripped copy
-# stub kestrel-eval: logs the call, gen-model writes a non-empty -o file
+# stub kestrel-eval: logs the call, gen-model writes a non-empty -o file; run logs its directory, prints a case
+# line and exits $RUN_RC; query prints two rows of a kernel table
 cat >"$P/bin/kestrel-eval" <<'S'
 #!/bin/sh
 echo "$*" >>"$STUB_LOG"
+case $1 in
+run) echo "run-cwd $PWD $KESTREL_ENGINE_DIR" >>"$STUB_LOG"; echo "[1/1] c1  pass  1.00s  ms/token=4.7"; exit "${RUN_RC:-0}" ;;
+query) printf 'T,matvec_a,1,0.5\nT,other,1,0.1\n'; exit 0 ;;
+esac
 while [ $# -gt 0 ]; do [ "$1" = -o ] && echo stub-model >"$2"; shift; done
 exit 0
 S
@@ -78,6 +84,15 @@ is "--a $P/engines/libkestrel-cuda.so --a-options pdl=0 --b /x/base.so --model /
 run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack ED_RC=1 bash -c ". '$TOOL' >/dev/null && devcall_same cuda '' cuda rms_fold=1 /m/w9.gguf"
 is "1|same bits: libkestrel-cuda.so [] vs libkestrel-cuda.so [rms_fold=1] on w9.gguf: rc 1 FAIL" "$RC|$OUT" \
     "devcall_same: engine_diff's failure is its status"
+
+: >"$STUB_LOG"
+dc "devcall_suite q.yaml q1 'matvec_'"
+is "0|q1 rc 0|[1/1] c1  pass  1.00s  ms/token=4.7|T,matvec_a,1,0.5|run q.yaml --db $T/res/q1.db|run-cwd $P $P/engines|2" \
+    "$RC|$(echo "$OUT" | tr '\n' '|' | sed 's/|$//')|$(head -2 "$STUB_LOG" | tr '\n' '|' | sed 's/|$//')|$(wc -l <"$T/res/q1-kernels.csv" | tr -d ' ')" \
+    "devcall_suite: the run from the pack with its engines, one line per case, the kernel rows asked for, the table kept"
+run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack RUN_RC=3 bash -c ". '$TOOL' >/dev/null && devcall_suite q.yaml q2"
+is "3|q2 rc 3|[1/1] c1  pass  1.00s  ms/token=4.7|yes" "$RC|$(echo "$OUT" | tr '\n' '|' | sed 's/|$//')|$([ -s "$T/res/q2-log.txt" ] && echo yes)" \
+    "devcall_suite: the run's failure is its status, its log kept, no kernel rows without a REGEX"
 
 sqlite3 "$T/res/r.db" "PRAGMA journal_mode=WAL; CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (7);" >/dev/null
 dc "devcall_close '$T/res/r.db'"

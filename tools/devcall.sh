@@ -9,11 +9,14 @@
 #   devcall_wide 27b 9b                   4-layer models of those widths (seed 5, vocab 4096): $DEVCALL_TMP/w27.gguf ...
 #   devcall_test_kernels                  test_kernels -> $OUT/tk.tap; one summary line, then the failures
 #   devcall_same A AOPTS B BOPTS MODEL    engine_diff --tol 0, greedy 16 over 16 tokens; one line with its verdict
+#   devcall_suite YAML NAME [REGEX]       kestrel-eval run YAML (a path from the pack, engines from the pack) into
+#                                         $OUT/NAME.db, its log $OUT/NAME-log.txt; one line per case; the step traces'
+#                                         per-kernel table to $OUT/NAME-kernels.csv, its rows matching REGEX printed
 #   devcall_close FILE.db ...             each DB's WAL folded in (tools/db_fold.sh), then xz -9 (FILE.db.xz);
 #                                         a DB whose WAL cannot be folded keeps its files and fails
 #
 # A and B of devcall_same: a library path, or `cuda` for the packed libkestrel-cuda.so. Every function
-# returns the exit status of what it ran (devcall_same: engine_diff's), so `|| fail=1` works.
+# returns the exit status of what it ran (devcall_same: engine_diff's, devcall_suite: the run's), so `|| fail=1` works.
 # Environment: DEVCALL_PACK (default .carry/gpu-check), DEVCALL_MODELS (default /tmp/kestrel-perf),
 # DEVCALL_TMP (default /tmp), OUT (set by the device tool). tests/tools-devcall.sh runs them with stubs.
 
@@ -88,6 +91,19 @@ devcall_same() {
     local rc=$?
     echo "same bits: $(basename "$a") [$ao] vs $(basename "$b") [$bo] on $(basename "$m"): rc $rc $(tail -1 "$log" | cut -c1-100)"
     rm -f "$log"
+    return $rc
+}
+
+devcall_suite() {
+    local y=$1 n=$2 re=${3:-} rc
+    (cd "$G" && KESTREL_ENGINE_DIR=$E timeout "${DEVCALL_RUN_TIMEOUT:-300}" "$B/kestrel-eval" run "$y" --db "$OUT/$n.db") \
+        >"$OUT/$n-log.txt" 2>&1
+    rc=$?
+    echo "$n rc $rc"
+    grep -E '^\[' "$OUT/$n-log.txt" | cut -c1-110
+    "$B/kestrel-eval" query --db "$OUT/$n.db" --format csv "select c.name, k.kernel, k.calls, round(k.ms_per_step,4) \
+from kernel_profile k join cases c on c.id = k.case_id order by c.name, k.ms_per_step desc" >"$OUT/$n-kernels.csv" 2>/dev/null
+    [ -z "$re" ] || grep -E "$re" "$OUT/$n-kernels.csv"
     return $rc
 }
 

@@ -20,10 +20,8 @@ grep -E "delta_step_norm_q8_trig" $OUT/tk.tap | cut -c1-160
 for m in w27 w9; do devcall_same cuda "" cuda "delta_trig=3" $DEVCALL_TMP/$m.gguf; done
 devcall_same cuda "pdl=0,graph=0" cuda "pdl=0,graph=0,delta_trig=3" $DEVCALL_TMP/w27.gguf
 wait
-cd $G; KESTREL_ENGINE_DIR=$E timeout 300 $B/kestrel-eval run 9-q80.yaml --db $OUT/q80.db > $OUT/q80-log.txt 2>&1; echo "q80 rc $?"
-grep -E "^\[" $OUT/q80-log.txt | cut -c1-110
-$B/kestrel-eval query --db $OUT/q80.db --format csv "select c.name, k.kernel, k.calls, round(k.ms_per_step,4) from kernel_profile k join cases c on c.id = k.case_id order by c.name, k.ms_per_step desc" > $OUT/q80-kernels.csv
-grep -E "delta|matvec_out|gdn_prep" $OUT/q80-kernels.csv
+devcall_suite 9-q80.yaml q80 "delta|matvec_out|gdn_prep"
+cd $G
 KESTREL_ENGINE_DIR=$E timeout 150 $B/kestrel-eval ab 9-q80.yaml --case N-a --a cuda --a-options "graph=1,ctx=4608" --b cuda --b-options "graph=1,ctx=4608,delta_trig=3" --rounds 6 --db $OUT/ab.db --label "delta_trig=3 (B) vs 0 (A), 27B ctx 1" 2>&1 | tail -3
 KESTREL_ENGINE_DIR=$E timeout 100 $B/kestrel-eval ab 9-q80.yaml --case q9-N --a cuda --a-options "graph=1,ctx=4608" --b cuda --b-options "graph=1,ctx=4608,delta_trig=3" --rounds 6 --db $OUT/ab.db --label "delta_trig=3 (B) vs 0 (A), 9B ctx 1" 2>&1 | tail -3
 devcall_close $OUT/q80.db $OUT/ab.db
