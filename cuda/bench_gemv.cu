@@ -466,7 +466,9 @@ static int ffn_timeline(const char *name, F run, const void *gw, const void *dw,
  * projection's (entry, wait passed, first stage landed, end), in us from the pair's first delta block
  * passing its wait; [min median max] over the blocks of the middle pairs; then the same with the out
  * projection's bulk copies left out (timing only: no preload beside the delta rule). Why: v25 found the window's
- * time conserved between the two kernels (cuda/PERF-NOTES.md v25 row 5); this says what each phase takes. */
+ * time conserved between the two kernels (cuda/PERF-NOTES.md v25 row 5); this says what each phase takes.
+ * KC_GDNWIN_MARK=k moves the third mark (g_q8t_dbg_mark): 1..3 the out projection's k-th stage done, 9 the
+ * delta rule's state stored (cuda/PERF-NOTES.md v26). */
 static int bench_gdnwin(cudaStream_t st)
 {
     const int kh = 16, vh = 48, kd = 128, D = 5120, V = vh * kd, NS = 8, NP = 8;
@@ -506,6 +508,13 @@ static int bench_gdnwin(cudaStream_t st)
     const unsigned dcap = 8192;
     CK(cudaMalloc(&drec, dcap * sizeof *drec));
     std::vector<q8t_dbg_rec> rec;
+    const char *mark_env = getenv("KC_GDNWIN_MARK");
+    const int mark = mark_env ? atoi(mark_env) : 0;
+    if (mark < 0 || mark > 9) {
+        fprintf(stderr, "bench_gemv: KC_GDNWIN_MARK=%s: 0..9 expected\n", mark_env);
+        return 1;
+    }
+    CK(cudaMemcpyToSymbol(g_q8t_dbg_mark, &mark, sizeof mark));
     auto run = [&]() -> cudaError_t {
         kc_set_pdl(1);
         cudaError_t e = cudaSuccess;
@@ -536,8 +545,11 @@ static int bench_gdnwin(cudaStream_t st)
                 for (int j = 0; j < 4; j++) f[kind][j].push_back(((double)t[j] - (double)t0) / 1e3);
             }
         }
-        const char *what[2] = {"delta rule (entry, wait, column computed, end)",
-                               "out projection (entry, wait, first stage, end)"};
+        char what[2][64];
+        snprintf(what[0], sizeof what[0], "delta rule (entry, wait, %s, end)",
+                 mark == 9 ? "state stored" : "column computed");
+        if (mark >= 1 && mark <= 8) snprintf(what[1], sizeof what[1], "out projection (entry, wait, stage %d done, end)", mark);
+        else snprintf(what[1], sizeof what[1], "out projection (entry, wait, first stage, end)");
         for (int kind = 0; kind < 2; kind++) {
             if (f[kind][0].empty()) continue;
             printf("# gdnwin%s %s, %zu records, us from the delta rule's first wait passed [min median max]:",
@@ -547,6 +559,7 @@ static int bench_gdnwin(cudaStream_t st)
     }
     const int zero = 0;
     CK(cudaMemcpyToSymbol(g_q8t_skip, &zero, sizeof zero));
+    CK(cudaMemcpyToSymbol(g_q8t_dbg_mark, &zero, sizeof zero));
     fflush(stdout);
     cudaFree(drec);
     for (int c = 0; c < NS; c++) {

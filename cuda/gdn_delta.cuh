@@ -116,6 +116,9 @@ __device__ __forceinline__ void delta_step_body(float *__restrict__ S, const flo
         Q8T_T(t_col);
 #pragma unroll
         for (int dk = 0; dk < KDT; dk++) Sm[(size_t)dk * KDT + dv] = Sr[dk];
+#ifdef KC_Q8T_DBG
+        if (g_q8t_dbg_mark == 9 && threadIdx.x == 0) t_col = q8t_now(); /* the state's stores issued */
+#endif
         o[i] = oa;
         if (z) {
             __shared__ float red[32];

@@ -30,8 +30,14 @@
 #ifdef KC_Q8T_DBG /* bench_gemv only: per-block timeline of the TMA kernels */
 /* phases left out (timing only): 1 the producer's bulk copies (it arrives on the full barrier
  * instead), 2 the consumers' dots; matvec_q8t_kernel and matvec_swiglu_q8t_kernel */
-__device__ int g_q8t_skip;
+/* The bench's switches live in the constant bank: as __device__ globals they were a global load on every
+ * row's and stage's path (ncu, PERF-NOTES v26) that the library's kernels do not have. */
+__constant__ int g_q8t_skip;
 #define Q8T_SKIP(bit) (g_q8t_skip & (bit))
+/* where the third mark is taken (bench_gemv --shape gdnwin, KC_GDNWIN_MARK): 0 matvec_q8t_kernel's first
+ * stage landed, the delta rule's columns computed; k = 1..8 matvec_q8t_kernel's k-th stage done (its row
+ * written by warp 0); 9 the delta rule's state stored (before its gated norm) */
+__constant__ int g_q8t_dbg_mark;
 typedef struct q8t_dbg_rec {
     unsigned long long t_entry, t_wait, t_first, t_end;
     const void *w;
@@ -525,7 +531,7 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matv
         }
         mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
 #ifdef KC_Q8T_DBG
-        if (u == u0 && threadIdx.x == 0) t_first = q8t_now();
+        if (u == u0 && threadIdx.x == 0 && !g_q8t_dbg_mark) t_first = q8t_now();
 #endif
         float sum = 0.0f;
         const unsigned char *st = ring + s * stage_bytes;
@@ -538,6 +544,9 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matv
         __syncwarp();
         if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
         if (row < total && !Q8T_SKIP(2) && lane == 0) *yr = job.accumulate ? yold + sum : sum;
+#ifdef KC_Q8T_DBG
+        if (u - u0 + 1 == g_q8t_dbg_mark && threadIdx.x == 0) t_first = q8t_now();
+#endif
     }
     Q8T_REC(job.W[0].data, t_entry, t_wait, t_first);
     if (tail.x) q8t_tail_norm(tail, tcnt, ring);
