@@ -467,7 +467,7 @@ static int ffn_timeline(const char *name, F run, const void *gw, const void *dw,
  * passing its wait; [min median max] over the blocks of the middle pairs; then the same with the out
  * projection's bulk copies left out (timing only: no preload beside the delta rule). Why: v25 found the window's
  * time conserved between the two kernels (cuda/PERF-NOTES.md v25 row 5); this says what each phase takes.
- * KC_GDNWIN_MARK=k moves the third mark (g_q8t_dbg_mark): 1..3 the out projection's k-th stage done, 9 the
+ * KC_GDNWIN_MARK=k moves the third mark (g_q8t_dbg_mark): 1..8 the out projection's k-th stage done, 9 the
  * delta rule's state stored (cuda/PERF-NOTES.md v26). */
 static int bench_gdnwin(cudaStream_t st)
 {
@@ -509,11 +509,13 @@ static int bench_gdnwin(cudaStream_t st)
     CK(cudaMalloc(&drec, dcap * sizeof *drec));
     std::vector<q8t_dbg_rec> rec;
     const char *mark_env = getenv("KC_GDNWIN_MARK");
-    const int mark = mark_env ? atoi(mark_env) : 0;
-    if (mark < 0 || mark > 9) {
+    char *mark_end = NULL;
+    const long mark_l = mark_env ? strtol(mark_env, &mark_end, 10) : 0;
+    if (mark_env && (mark_end == mark_env || *mark_end || mark_l < 0 || mark_l > 9)) {
         fprintf(stderr, "bench_gemv: KC_GDNWIN_MARK=%s: 0..9 expected\n", mark_env);
         return 1;
     }
+    const int mark = (int)mark_l;
     CK(cudaMemcpyToSymbol(g_q8t_dbg_mark, &mark, sizeof mark));
     auto run = [&]() -> cudaError_t {
         kc_set_pdl(1);
