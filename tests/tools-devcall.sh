@@ -4,7 +4,8 @@
 # devcall_wide writes the 4-layer models; devcall_test_kernels keeps the TAP and reports its counts and
 # failures; devcall_same runs engine_diff bit for bit with the options given (none when empty) and
 # returns its status; devcall_suite runs a suite from the pack and keeps its log and kernel table, returning the
-# run's status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
+# run's status; devcall_ab runs ab from the pack (options only where given, DEVCALL_AB_ROUNDS) and returns
+# its status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
 # reports a missing DB. tools/db_fold.sh, which devcall_close and official_h200.sh fold a DB's WAL with: on
 # a DB left with a non-empty -wal (a writer that exited without closing) it folds the rows in with the sqlite3
 # tool or, without it, python3's sqlite3 module, and with neither it fails naming the DB and keeps the -wal
@@ -21,7 +22,7 @@ for py in python3 /usr/bin/python3; do
     PYSQL=
 done
 [ -n "$PYSQL" ] || skip_all "no python3 with its sqlite3 module"
-plan 21
+plan 23
 TOOL=$top_srcdir/tools/devcall.sh
 P=$T/root/pack
 mkdir -p "$P/bin" "$P/engines" "$P/lib" "$T/root/tests/fixtures" "$T/res"
@@ -34,6 +35,7 @@ echo "$*" >>"$STUB_LOG"
 case $1 in
 run) echo "run-cwd $PWD $KESTREL_ENGINE_DIR" >>"$STUB_LOG"; echo "[1/1] c1  pass  1.00s  ms/token=4.7"; exit "${RUN_RC:-0}" ;;
 query) printf 'T,matvec_a,1,0.5\nT,other,1,0.1\n'; exit 0 ;;
+ab) echo "ab-cwd $PWD $KESTREL_ENGINE_DIR" >>"$STUB_LOG"; printf 'round 1\nratio B/A 1.0100\nverdict: B slower\nrecorded: run 1\n'; exit "${AB_RC:-0}" ;;
 esac
 while [ $# -gt 0 ]; do [ "$1" = -o ] && echo stub-model >"$2"; shift; done
 exit 0
@@ -93,6 +95,17 @@ is "0|q1 rc 0|[1/1] c1  pass  1.00s  ms/token=4.7|T,matvec_a,1,0.5|run q.yaml --
 run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack RUN_RC=3 bash -c ". '$TOOL' >/dev/null && devcall_suite q.yaml q2"
 is "3|q2 rc 3|[1/1] c1  pass  1.00s  ms/token=4.7|yes" "$RC|$(echo "$OUT" | tr '\n' '|' | sed 's/|$//')|$([ -s "$T/res/q2-log.txt" ] && echo yes)" \
     "devcall_suite: the run's failure is its status, its log kept, no kernel rows without a REGEX"
+
+
+: >"$STUB_LOG"
+dc "devcall_ab q.yaml N-a /x/base.so 'graph=1' cuda 'graph=1,q8t_oxs=1' 'one (B) vs two (A)'"
+is "0|ratio B/A 1.0100|verdict: B slower|recorded: run 1|ab q.yaml --case N-a --a /x/base.so --a-options graph=1 --b $P/engines/libkestrel-cuda.so --b-options graph=1,q8t_oxs=1 --rounds 6 --db $T/res/ab.db --label one (B) vs two (A)|ab-cwd $P $P/engines" \
+    "$RC|$(echo "$OUT" | tr '\n' '|' | sed 's/|$//')|$(head -2 "$STUB_LOG" | tr '\n' '|' | sed 's/|$//')" \
+    "devcall_ab: ab from the pack with its engines, cuda the packed library, into OUT/ab.db; its last three lines"
+: >"$STUB_LOG"
+run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack AB_RC=4 DEVCALL_AB_ROUNDS=2 bash -c ". '$TOOL' >/dev/null && devcall_ab q.yaml N-a cuda '' cuda '' same"
+is "4|--rounds 2|0" "$RC|$(grep -o -- '--rounds [0-9]*' "$STUB_LOG")|$(grep -c -- '-options' "$STUB_LOG")" \
+    "devcall_ab: ab's status is its status, DEVCALL_AB_ROUNDS, empty options not passed"
 
 sqlite3 "$T/res/r.db" "PRAGMA journal_mode=WAL; CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (7);" >/dev/null
 dc "devcall_close '$T/res/r.db'"

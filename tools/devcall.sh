@@ -12,11 +12,15 @@
 #   devcall_suite YAML NAME [REGEX]       kestrel-eval run YAML (a path from the pack, engines from the pack) into
 #                                         $OUT/NAME.db, its log $OUT/NAME-log.txt; one line per case; the step traces'
 #                                         per-kernel table to $OUT/NAME-kernels.csv, its rows matching REGEX printed
+#   devcall_ab YAML CASE A AOPTS B BOPTS LABEL
+#                                         kestrel-eval ab of CASE (6 rounds) from the pack with its engines, A against
+#                                         B, into $OUT/ab.db under LABEL; the ratio, verdict and record lines printed
 #   devcall_close FILE.db ...             each DB's WAL folded in (tools/db_fold.sh), then xz -9 (FILE.db.xz);
 #                                         a DB whose WAL cannot be folded keeps its files and fails
 #
-# A and B of devcall_same: a library path, or `cuda` for the packed libkestrel-cuda.so. Every function
-# returns the exit status of what it ran (devcall_same: engine_diff's, devcall_suite: the run's), so `|| fail=1` works.
+# A and B of devcall_same and devcall_ab: a library path, or `cuda` for the packed libkestrel-cuda.so. Every function
+# returns the exit status of what it ran (devcall_same: engine_diff's, devcall_suite: the run's, devcall_ab: ab's), so
+# `|| fail=1` works.
 # Environment: DEVCALL_PACK (default .carry/gpu-check), DEVCALL_MODELS (default /tmp/kestrel-perf),
 # DEVCALL_TMP (default /tmp), OUT (set by the device tool). tests/tools-devcall.sh runs them with stubs.
 
@@ -104,6 +108,20 @@ devcall_suite() {
     "$B/kestrel-eval" query --db "$OUT/$n.db" --format csv "select c.name, k.kernel, k.calls, round(k.ms_per_step,4) \
 from kernel_profile k join cases c on c.id = k.case_id order by c.name, k.ms_per_step desc" >"$OUT/$n-kernels.csv" 2>/dev/null
     [ -z "$re" ] || grep -E "$re" "$OUT/$n-kernels.csv"
+    return $rc
+}
+
+devcall_ab() {
+    local y=$1 c=$2 a ao=$4 b bo=$6 l=$7 log rc
+    a=$(devcall_lib "$3")
+    b=$(devcall_lib "$5")
+    log=$(mktemp) || return 1
+    (cd "$G" && KESTREL_ENGINE_DIR=$E timeout "${DEVCALL_AB_TIMEOUT:-150}" "$B/kestrel-eval" ab "$y" --case "$c" \
+        --a "$a" ${ao:+--a-options "$ao"} --b "$b" ${bo:+--b-options "$bo"} --rounds "${DEVCALL_AB_ROUNDS:-6}" \
+        --db "$OUT/ab.db" --label "$l") >"$log" 2>&1
+    rc=$?
+    tail -3 "$log"
+    rm -f "$log"
     return $rc
 }
 
