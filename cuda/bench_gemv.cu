@@ -473,6 +473,15 @@ static int bench_gdnwin(cudaStream_t st)
 {
     const int kh = 16, vh = 48, kd = 128, D = 5120, V = vh * kd, NS = 8, NP = 8;
     const size_t nS = (size_t)vh * kd * kd;
+    /* refused before anything is allocated */
+    const char *mark_env = getenv("KC_GDNWIN_MARK");
+    char *mark_end = NULL;
+    const long mark_l = mark_env ? strtol(mark_env, &mark_end, 10) : 0;
+    if (mark_env && (mark_end == mark_env || *mark_end || mark_l < 0 || mark_l > 9)) {
+        fprintf(stderr, "bench_gemv: KC_GDNWIN_MARK=%s: 0..9 expected\n", mark_env);
+        return 1;
+    }
+    const int mark = (int)mark_l;
     std::vector<kc_mat> W(NS);
     std::vector<float *> S(NS);
     for (int c = 0; c < NS; c++) {
@@ -508,14 +517,6 @@ static int bench_gdnwin(cudaStream_t st)
     const unsigned dcap = 8192;
     CK(cudaMalloc(&drec, dcap * sizeof *drec));
     std::vector<q8t_dbg_rec> rec;
-    const char *mark_env = getenv("KC_GDNWIN_MARK");
-    char *mark_end = NULL;
-    const long mark_l = mark_env ? strtol(mark_env, &mark_end, 10) : 0;
-    if (mark_env && (mark_end == mark_env || *mark_end || mark_l < 0 || mark_l > 9)) {
-        fprintf(stderr, "bench_gemv: KC_GDNWIN_MARK=%s: 0..9 expected\n", mark_env);
-        return 1;
-    }
-    const int mark = (int)mark_l;
     CK(cudaMemcpyToSymbol(g_q8t_dbg_mark, &mark, sizeof mark));
     auto run = [&]() -> cudaError_t {
         kc_set_pdl(1);

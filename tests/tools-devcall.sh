@@ -96,7 +96,6 @@ run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack RUN_RC=3 bash -c ". '$TO
 is "3|q2 rc 3|[1/1] c1  pass  1.00s  ms/token=4.7|yes" "$RC|$(echo "$OUT" | tr '\n' '|' | sed 's/|$//')|$([ -s "$T/res/q2-log.txt" ] && echo yes)" \
     "devcall_suite: the run's failure is its status, its log kept, no kernel rows without a REGEX"
 
-
 : >"$STUB_LOG"
 dc "devcall_ab q.yaml N-a /x/base.so 'graph=1' cuda 'graph=1,q8t_oxs=1' 'one (B) vs two (A)'"
 is "0|ratio B/A 1.0100|verdict: B slower|recorded: run 1|ab q.yaml --case N-a --a /x/base.so --a-options graph=1 --b $P/engines/libkestrel-cuda.so --b-options graph=1,q8t_oxs=1 --rounds 6 --db $T/res/ab.db --label one (B) vs two (A)|ab-cwd $P $P/engines" \
