@@ -44,7 +44,11 @@
  * measured slower, PERF-NOTES v14), attn=split|gqa|short (the decode attention: one block per q head and split, or one per kv head and split (gqa, for
  * the shapes it takes), or (short, the default) one block per q head for the steps of n <= attn_short positions (attn_short=N, default 128), a
  * cluster of attn_clsize (default 4) blocks per head up to attn_cl (default 8192), beyond it split by kv head (attn_long=gqa, the
- * default, where attention_gqa takes the shape, else the cluster goes on) or by q head (attn_long=split), PERF-NOTES v20-v21), delta_pf=0|1 (the delta rule's state L2-prefetched before the PDL wait: same bits, no gain measured; default 0),
+ * default, where attention_gqa takes the shape, else the cluster goes on) or by q head (attn_long=split), PERF-NOTES v20-v21), delta_pf=0|1 (the delta rule's state L2-prefetched before the PDL wait: same bits; default 1),
+ * delta_trig=0..3 (the delta rule lets the out projection launch at its start (0), once its loads are issued (1),
+ * once they have returned (3, the default) or once its columns are computed (2), so that projection's ring
+ * preload does not queue in front of the state's loads; same bits; PERF-NOTES v25-v27: 3 with delta_pf=1 `ab`
+ * 0.9930 against 0 without, each alone no difference),
  * gemv_early=0|1 (x-stationary q8 GEMVs load their first row of weights before
  * waiting on the previous kernel, default 1), pf_next=MB (0..64: each q8 GEMV L2-prefetches the first MB megabytes of the next GEMV's weights
  * as its warps start their last row; 0 = off),
@@ -110,7 +114,7 @@ struct kestrel_engine {
 typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
     int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wu, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, q8t_ogrid, carveout, rms_fold, norm_tail;
-    int attn_short, delta_pf, attn_cl, attn_clsize, attn_long;
+    int attn_short, delta_pf, attn_cl, attn_clsize, attn_long, delta_trig;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -206,7 +210,8 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->attn_cl = ATTN_CL_DEFAULT;
     o->attn_clsize = ATTN_CLSIZE_DEFAULT;
     o->attn_long = ATTN_LONG_DEFAULT;
-    o->delta_pf = 0;
+    o->delta_pf = 1;   /* with delta_trig=3: the state from L2, the out projection's preload after it (v27) */
+    o->delta_trig = 3;
     o->q8kind = Q8KIND_DEFAULT;
     o->q8t_kb = Q8T_KB_DEFAULT;
     o->q8t_sm = Q8T_SM_DEFAULT;
@@ -274,6 +279,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "attn_cl") && v <= INT_MAX) o->attn_cl = (int)v;
         else if (!strcmp(kv, "attn_clsize") && v >= 2 && v <= 8) o->attn_clsize = (int)v;
         else if (!strcmp(kv, "delta_pf") && v <= 1) o->delta_pf = (int)v;
+        else if (!strcmp(kv, "delta_trig") && v <= 3) o->delta_trig = (int)v;
         else if (!strcmp(kv, "carveout") && v <= 101) o->carveout = v == 101 ? -1 : (int)v;
         else if (!strcmp(kv, "q8t_okb") && (v == 0 || (v >= 16 && v <= 227))) o->q8t_okb = (int)v;
         else if (!strcmp(kv, "q8t_osm") && v <= 4) o->q8t_osm = (int)v;
@@ -285,7 +291,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -580,6 +586,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->attn_clsize = o.attn_clsize;
     e->m->attn_long = o.attn_long;
     e->m->delta_pf = o.delta_pf;
+    e->m->delta_trig = o.delta_trig;
     e->m->q8kind = o.q8kind;
     e->m->q8t_kb = o.q8t_kb;
     e->m->q8t_sm = o.q8t_sm;

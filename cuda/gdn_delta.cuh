@@ -24,7 +24,7 @@
  * into an FMA: the -fmad=true library and the -fmad=false test build (checked against the CPU twin)
  * give the same bits whatever NVVM schedules around it (PERF-NOTES v14 row 3: reordering the
  * kernel's loads had changed which products the library folded). */
-template <int KDT>
+template <int KDT, bool MID = false> /* MID: let the next kernel launch between the two loops (delta_trig=3) */
 __device__ __forceinline__ float delta_column(float *s, int st, int kd, const float *sk,
                                               const float *sq, float alpha, float bt, float vv)
 {
@@ -38,6 +38,10 @@ __device__ __forceinline__ float delta_column(float *s, int st, int kd, const fl
         kv = __fadd_rn(kv, __fmul_rn(t, sk[dk]));
     }
     const float delta = __fmul_rn(__fsub_rn(vv, kv), bt);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (MID) /* every loaded value of s is in delta: the state's loads have returned (the operand orders it) */
+        asm volatile("griddepcontrol.launch_dependents;" ::"f"(delta) : "memory");
+#endif
     float oa = 0.0f;
 #pragma unroll
     for (int dk = 0; dk < n; dk++) { /* rank-one update, then S^T q with the updated S */
@@ -68,7 +72,12 @@ __device__ __forceinline__ void gated_norm_q8_column(float oa, size_t i, int dv,
  * z != NULL (KDT == 128 only): the gated RMS norm of the head follows in the same block, y (vh, vd) =
  * w * (o * rsqrt(mean(o^2) + eps)) * silu(z), quantised into yq (vh*vd/32,): gated_rmsnorm_q8's
  * arithmetic in its order (block_sum over the same 128 threads), so bit-identical to the two launches. */
-template <int KDT>
+/* TRIG (KDT == 128; option delta_trig, PERF-NOTES v25): where the block lets the next kernel (the out
+ * projection, whose rings then preload 18 MB) launch: 0 at the start (kc_pdl_begin), 1 once the step's
+ * loads are issued, 3 once they have returned (between delta_column's loops), 2 once the head's column
+ * is computed; 1-3 keep that preload from queueing in front of this kernel's state loads. Same
+ * arithmetic: the same bits. */
+template <int KDT, int TRIG = 0>
 __device__ __forceinline__ void delta_step_body(float *__restrict__ S, const float *q,
                                                 const float *k, const float *v,
                                                 const float *g, const float *beta,
@@ -83,7 +92,12 @@ __device__ __forceinline__ void delta_step_body(float *__restrict__ S, const flo
     Q8T_T(t_entry); /* bench_gemv's per-block timeline (KC_Q8T_DBG builds only; --shape gdnwin) */
     /* the norm's weight before the PDL wait (weights never change during a run: docs "PDL") */
     const float wn = KDT && z ? __ldg(w + threadIdx.x) : 0.0f;
-    kc_pdl_begin();
+    if (TRIG) {
+        kc_pdl_wait();
+        kc_trace_mark();
+    } else {
+        kc_pdl_begin();
+    }
     Q8T_T(t_wait);
     float *Sm = S + (size_t)vi * kd * vd;
     const float gl = g[vi], bt = beta[vi];
@@ -112,8 +126,10 @@ __device__ __forceinline__ void delta_step_body(float *__restrict__ S, const flo
         sq[dv] = q[(size_t)hk * KDT + dv];
         sk[dv] = k[(size_t)hk * KDT + dv];
         __syncthreads();
-        const float oa = delta_column<KDT>(Sr, 1, KDT, sk, sq, expf(gl), bt, vv);
+        if (TRIG == 1) kc_pdl_trigger();
+        const float oa = delta_column<KDT, TRIG == 3>(Sr, 1, KDT, sk, sq, expf(gl), bt, vv);
         Q8T_T(t_col);
+        if (TRIG == 2) kc_pdl_trigger();
 #pragma unroll
         for (int dk = 0; dk < KDT; dk++) Sm[(size_t)dk * KDT + dv] = Sr[dk];
 #ifdef KC_Q8T_DBG
@@ -139,6 +155,15 @@ __global__ void delta_step_kernel(float *__restrict__ S, const float *q,
     delta_step_body<KDT>(S, q, k, v, g, beta, o, kh, kd, vh, vd, z, w, eps, y, yq);
 }
 
+/* the block's head of S (vh, 128, 128) into L2 (delta_pf): 64 KB, 4 lines of 128 bytes per thread of 128 */
+__device__ __forceinline__ void delta_state_prefetch_l2(const float *S)
+{
+    const float *Sm = S + (size_t)blockIdx.x * 128 * 128;
+#pragma unroll
+    for (int i = 0; i < 4; i++)
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(Sm + 32 * (threadIdx.x + 128 * i)));
+}
+
 /* delta_step_kernel<128> with the head's state S prefetched into L2 BEFORE the PDL wait (option
  * delta_pf): S is this layer's own state, last written by this kernel a token ago, and an L2
  * prefetch reads nothing into the kernel (L2 is the point of coherence: a line prefetched early
@@ -152,11 +177,26 @@ __global__ void __launch_bounds__(128) delta_step_pf_kernel(float *__restrict__ 
                                                             const float *z, const float *__restrict__ w, float eps,
                                                             float *__restrict__ y, kc_q8blk *__restrict__ yq)
 {
-    const float *Sm = S + (size_t)blockIdx.x * 128 * 128;
-#pragma unroll
-    for (int i = 0; i < 4; i++)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(Sm + 32 * (threadIdx.x + 128 * i)));
+    delta_state_prefetch_l2(S);
     delta_step_body<128>(S, q, k, v, g, beta, o, kh, kd, vh, vd, z, w, eps, y, yq);
+}
+
+/* delta_step_kernel<128> letting the next kernel launch later (option delta_trig: TRIG 1, 2 or 3, see
+ * delta_step_body); PF: after the state's L2 prefetch as delta_step_pf_kernel (delta_pf=1). Why the pair
+ * (PERF-NOTES v27): with the out projection launched at the delta rule's start its 18 MB preload queues in
+ * front of the state's loads (prefetched or not, v20 row 4); launched late, the preload starts only once
+ * the state has come from HBM (v26 row 9). Prefetched into L2 while gdn_prep runs and HBM is idle, the
+ * state returns from L2, and the preload can start that much earlier without queueing in front of it. */
+template <int TRIG, int PF = 0>
+__global__ void __launch_bounds__(128) delta_step_trig_kernel(float *__restrict__ S, const float *q,
+                                                              const float *k, const float *v,
+                                                              const float *g, const float *beta,
+                                                              float *__restrict__ o, int kh, int kd, int vh, int vd,
+                                                              const float *z, const float *__restrict__ w, float eps,
+                                                              float *__restrict__ y, kc_q8blk *__restrict__ yq)
+{
+    if (PF) delta_state_prefetch_l2(S);
+    delta_step_body<128, TRIG>(S, q, k, v, g, beta, o, kh, kd, vh, vd, z, w, eps, y, yq);
 }
 
 /* gdn_step: gdn_prep + delta_step_norm_q8 of one GDN layer in ONE launch (option gdn=fused; kd == vd

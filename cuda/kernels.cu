@@ -1798,6 +1798,25 @@ cudaError_t kc_delta_step_norm_q8(float *S, const float *q, const float *k, cons
     return cudaGetLastError();
 }
 
+cudaError_t kc_delta_step_norm_q8_trig(float *S, const float *q, const float *k, const float *v, const float *g,
+                                       const float *beta, float *o, const float *z, const float *w, float eps,
+                                       float *y, kc_q8blk *yq, int kh, int kd, int vh, int vd, int trig, int pf,
+                                       cudaStream_t st)
+{
+    if (kd != 128 || vd != 128 || trig < 1 || trig > 3 || pf < 0 || pf > 1) return cudaErrorInvalidValue;
+#define DELTA_TRIG_LAUNCH(T, P)                                                                                      \
+    kc_launch(delta_step_trig_kernel<T, P>, vh, 128, 2 * (size_t)kd * sizeof(float), st, S, q, k, v, g, beta, o, kh, \
+              kd, vh, vd, z, w, eps, y, yq)
+    if (trig == 1 && pf) DELTA_TRIG_LAUNCH(1, 1);
+    else if (trig == 1) DELTA_TRIG_LAUNCH(1, 0);
+    else if (trig == 3 && pf) DELTA_TRIG_LAUNCH(3, 1);
+    else if (trig == 3) DELTA_TRIG_LAUNCH(3, 0);
+    else if (pf) DELTA_TRIG_LAUNCH(2, 1);
+    else DELTA_TRIG_LAUNCH(2, 0);
+#undef DELTA_TRIG_LAUNCH
+    return cudaGetLastError();
+}
+
 cudaError_t kc_delta_step_norm_q8_pf(float *S, const float *q, const float *k, const float *v, const float *g,
                                      const float *beta, float *o, const float *z, const float *w, float eps,
                                      float *y, kc_q8blk *yq, int kh, int kd, int vh, int vd, cudaStream_t st)

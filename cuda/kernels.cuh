@@ -332,6 +332,13 @@ cudaError_t kc_delta_step(float *S, const float *q, const float *k, const float 
 cudaError_t kc_delta_step_norm_q8(float *S, const float *q, const float *k, const float *v, const float *g,
                                   const float *beta, float *o, const float *z, const float *w, float eps,
                                   float *y, kc_q8blk *yq, int kh, int kd, int vh, int vd, cudaStream_t st);
+/* the same letting the next kernel launch only once the step's loads are issued (trig 1), have returned
+ * (trig 3) or the head's columns are computed (trig 2), not at the start (option delta_trig); pf 1: each
+ * head's S prefetched into L2 before the PDL wait first (delta_pf=1 with it): same bits */
+cudaError_t kc_delta_step_norm_q8_trig(float *S, const float *q, const float *k, const float *v, const float *g,
+                                       const float *beta, float *o, const float *z, const float *w, float eps,
+                                       float *y, kc_q8blk *yq, int kh, int kd, int vh, int vd, int trig, int pf,
+                                       cudaStream_t st);
 /* the same with each head's S prefetched into L2 before the PDL wait (option delta_pf): same bits */
 cudaError_t kc_delta_step_norm_q8_pf(float *S, const float *q, const float *k, const float *v, const float *g,
                                      const float *beta, float *o, const float *z, const float *w, float eps,

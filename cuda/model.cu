@@ -687,7 +687,12 @@ int kc_layer_step(kc_model *m, int l)
                                         g->beta, g->g, d->vh, prep_ba ? m->xn : NULL,
                                         prep_ba ? (const float *)L->beta_w.data : NULL,
                                         prep_ba ? (const float *)L->alpha_w.data : NULL, D, st));
-            if (q8_out && variant) { /* delta + gated norm + quantisation: one launch */
+            if (q8_out && variant == 1 && m->delta_trig) { /* option delta_trig: the same, the next launch later */
+                RUN("delta_step_norm_q8",
+                    kc_delta_step_norm_q8_trig(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta,
+                                               g->o, g->z, L->ssm_norm, d->eps, g->o_norm, m->xq, d->kh, d->kd, d->vh,
+                                               d->vd, m->delta_trig, m->delta_pf, st));
+            } else if (q8_out && variant) { /* delta + gated norm + quantisation: one launch */
                 RUN("delta_step_norm_q8",
                     (m->delta_pf ? kc_delta_step_norm_q8_pf : kc_delta_step_norm_q8)(
                         S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta, g->o, g->z, L->ssm_norm,

@@ -103,6 +103,7 @@ typedef struct kc_model {
     int attn_cl, attn_clsize; /* options attn_cl, attn_clsize: kc_attention_short_cl up to attn_cl positions, its cluster */
     int attn_long;            /* option attn_long=gqa: attn=short's steps past attn_cl take kc_attention_gqa, not split */
     int delta_pf;             /* option delta_pf: the delta rule's state prefetched into L2 before the PDL wait */
+    int delta_trig;           /* option delta_trig: where the delta rule lets the out projection launch (1-3; 0 start) */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */

@@ -1453,7 +1453,9 @@ static void test_delta(int kh, int vh, int kd, int vd, int steps)
     /* and the same with S prefetched into L2 before the PDL wait (delta_pf) on a fourth copy */
     float *dS3 = dup_f(S, nS), *do3 = (float *)dnew(nv * 4), *dy3 = (float *)dnew(nv * 4);
     kc_q8blk *dq3 = (kc_q8blk *)dnew(nv / 32 * sizeof(kc_q8blk));
-    size_t uneq_p = 0;
+    size_t uneq_p = 0, uneq_t = 0;
+    float *dS4 = dup_f(S, nS), *do4 = (float *)dnew(nv * 4), *dy4 = (float *)dnew(nv * 4);
+    kc_q8blk *dq4 = (kc_q8blk *)dnew(nv / 32 * sizeof(kc_q8blk));
     float *dy1 = (float *)dnew(nv * 4), *dy2 = (float *)dnew(nv * 4), *hz = hnew(nv), *hw = hnew(vd);
     kc_q8blk *dq1 = (kc_q8blk *)dnew(nv / 32 * sizeof(kc_q8blk)), *dq2 = (kc_q8blk *)dnew(nv / 32 * sizeof(kc_q8blk));
     float *fo = hnew(nv), *y1 = hnew(nv), *y2 = hnew(nv);
@@ -1503,6 +1505,16 @@ static void test_delta(int kh, int vh, int kd, int vd, int steps)
             uneq_p += n_unequal(y1, y2, nv);
             T_CK(cudaMemcpy(q1, dq3, nv / 32 * sizeof(kc_q8blk), cudaMemcpyDeviceToHost));
             uneq_p += memcmp(q1, q2, nv / 32 * sizeof(kc_q8blk)) != 0;
+            /* delta_trig 1, 2 and 3 in turn, on a fifth copy of S */
+            poison(dy4, nv * 4);
+            T_CK(kc_delta_step_norm_q8_trig(dS4, dq, dk, dv, dg, db, do4, dz, dw, 1e-6f, dy4, dq4, kh, kd, vh, vd,
+                                            1 + s % 3, s / 3 % 2, 0));
+            get_f(y1, do4, nv);
+            uneq_t += n_unequal(y1, fo, nv);
+            get_f(y1, dy4, nv);
+            uneq_t += n_unequal(y1, y2, nv);
+            T_CK(cudaMemcpy(q1, dq4, nv / 32 * sizeof(kc_q8blk), cudaMemcpyDeviceToHost));
+            uneq_t += memcmp(q1, q2, nv / 32 * sizeof(kc_q8blk)) != 0;
         }
     }
     get_f(gS, dS0, nS);
@@ -1525,12 +1537,17 @@ static void test_delta(int kh, int vh, int kd, int vd, int steps)
         ok(uneq_p == 0 && n_unequal(pS, fS, nS) == 0,
            "bitexact delta_step_norm_q8_pf (S prefetched before the wait) vs delta_step_norm_q8 over %d steps: o/y/yq "
            "%zu, S %zu/%zu unequal", steps, uneq_p, n_unequal(pS, fS, nS), nS);
+        get_f(pS, dS4, nS);
+        ok(uneq_t == 0 && n_unequal(pS, fS, nS) == 0,
+           "bitexact delta_step_norm_q8_trig (the next launch after the loads are issued, after the columns, after the loads returned; with and without the state's L2 prefetch) vs delta_step_norm_q8 "
+           "over %d steps: o/y/yq %zu, S %zu/%zu unequal", steps, uneq_t, n_unequal(pS, fS, nS), nS);
         free(pS);
         free(fS);
     }
     free(fo); free(y1); free(y2); free(q1); free(q2); free(hz); free(hw);
     cudaFree(dS2); cudaFree(do2); cudaFree(dz); cudaFree(dw); cudaFree(dy1); cudaFree(dy2); cudaFree(dq1); cudaFree(dq2);
     cudaFree(dS3); cudaFree(do3); cudaFree(dy3); cudaFree(dq3);
+    cudaFree(dS4); cudaFree(do4); cudaFree(dy4); cudaFree(dq4);
     free(S); free(q); free(k); free(v); free(g); free(beta); free(o); free(go); free(gS); free(ro); free(rS);
     cudaFree(dS0); cudaFree(dS1); cudaFree(dq); cudaFree(dk); cudaFree(dv); cudaFree(dg); cudaFree(db);
     cudaFree(do0); cudaFree(do1);

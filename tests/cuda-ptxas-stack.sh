@@ -14,13 +14,16 @@ plan 4
 # Known frames (mangled-name substring, at most this many bytes), each with its reason:
 #   delta_step_kernelILi128 - the register-resident delta rule at 255 registers spills 64 bytes
 #                             (56 before v14 row 3 issued every load of the step at once and
-#                             session 8 pinned its contraction; default path, 48 launches per 27B
-#                             token: a known cost, not a license)
+#                             session 8 pinned its contraction; the default path until v27, now
+#                             delta_trig=0: a known cost, not a license; the default
+#                             delta_step_trig_kernel<3, 1> has no frame)
 #   attn_prep_kernel, rope_neox_kernel - sincosf's large-argument reduction keeps a small array on
 #                             the stack (32 bytes, no spills); only |angle| > ~1e5 radians reaches it
 #   gdn_step_kernel         - the same delta rule with gdn_prep folded in (option gdn=fused): 56 bytes
 #   delta_step_pf_kernel    - the same delta rule after its state's L2 prefetch (option delta_pf): 64
-ALLOW="delta_step_kernelILi128:64 delta_step_pf_kernel:64 gdn_step_kernel:56 attn_prep_kernel:32 rope_neox_kernel:32"
+#   delta_step_trig_kernel  - the same delta rule letting the next kernel launch later (option delta_trig):
+#                             64 bytes (1: after the loads), 72 (2: after the columns)
+ALLOW="delta_step_kernelILi128:64 delta_step_pf_kernel:64 delta_step_trig_kernelILi1:64 delta_step_trig_kernelILi2:72 gdn_step_kernel:56 attn_prep_kernel:32 rope_neox_kernel:32"
 
 # check REPORT: one line "NAME: N bytes stack frame (allowed M)" per function over its allowance
 check() {

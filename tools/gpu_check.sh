@@ -36,7 +36,8 @@
 #      bit against the default, against itself in a second engine and against gdn=fused,pdl=0; the
 #      q8gemv=tma variants, rms_fold=1 and norm_tail=1 (with pdl=0, with gdn=fused) likewise;
 #      attn=gqa and attn=short (also its clustered form, and attn_long=gqa) against themselves with pdl=0 /
-#      graph=0 and within rounding of the split attention; delta_pf=1 against the default and pdl=0;
+#      graph=0 and within rounding of the split attention; the default delta rule (delta_trig=3,
+#      delta_pf=1) against delta_trig 0-2 and delta_pf 0, and against itself with pdl=0 and graph=0;
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -205,7 +206,7 @@ run_checks() {
 
     # The 27B's GDN layers have 3 v-heads per k-head: gdn=fused runs them as clusters of 3 blocks that
     # share the q/k history (a cluster barrier before rank 0 advances it) - a race shows only there
-    section "engine_diff on a 27B-wide model (4 layers): gdn=fused, q8gemv=xs and tma variants, ffn=ring vs the default, vs themselves and vs pdl=0 bit for bit; attn=gqa, attn=short, delta_pf"
+    section "engine_diff on a 27B-wide model (4 layers): gdn=fused, q8gemv=xs and tma variants, ffn=ring vs the default, vs themselves and vs pdl=0 bit for bit; attn=gqa, attn=short, delta_trig/delta_pf"
     all=0
     local w27=/tmp/gpu-check-27b-q4_0.gguf
     "$KE" gen-model --preset qwen3.5-27b --type q4_0 --seed 5 --layers 4 --vocab 4096 -o "$w27" >> "$REPORT" 2>&1 || all=1
@@ -277,10 +278,14 @@ run_checks() {
         --b-no-kernel attention_gqa || all=1
     kern "ctx=50176,attn_short=4,attn_cl=8" --b-kernel attention_short --b-kernel attention_short_cl \
         --b-kernel attention_gqa --b-no-kernel attention_split || all=1
-    note "- delta_pf=1 (the delta rule's state prefetched into L2 before the PDL wait) vs the default and vs itself with pdl=0"
-    same_bits "$w27" "" "delta_pf=1" || all=1
-    same_bits "$w27" "delta_pf=1" "delta_pf=1,pdl=0" || all=1
-    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_pf" $all
+    note "- delta_trig, delta_pf (where the delta rule lets the out projection launch; its state L2-prefetched before the PDL wait): the default (3, 1) vs 0,0 (the delta rule before v27), 0,1, 1,1 and 2,0, and vs itself with pdl=0 and graph=0"
+    same_bits "$w27" "" "delta_trig=0,delta_pf=0" || all=1
+    same_bits "$w27" "" "delta_trig=0,delta_pf=1" || all=1
+    same_bits "$w27" "" "delta_trig=1" || all=1
+    same_bits "$w27" "" "delta_trig=2,delta_pf=0" || all=1
+    same_bits "$w27" "" "pdl=0" || all=1
+    same_bits "$w27" "" "graph=0" || all=1
+    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf" $all
     rm -f "$w27"
 
     # profile=trace is a build of its own (kernels with the marks): the default library refuses it
