@@ -13,8 +13,10 @@
 #                                         $OUT/NAME.db, its log $OUT/NAME-log.txt; one line per case; the step traces'
 #                                         per-kernel table to $OUT/NAME-kernels.csv, its rows matching REGEX printed
 #   devcall_ab YAML CASE A AOPTS B BOPTS LABEL
-#                                         kestrel-eval ab of CASE (6 rounds) from the pack with its engines, A against
-#                                         B, into $OUT/ab.db under LABEL; the ratio, verdict and record lines printed
+#                                         kestrel-eval ab of CASE (DEVCALL_AB_ROUNDS rounds, default 6) from the pack
+#                                         with its engines, A against B, into $OUT/ab.db under LABEL, killed after
+#                                         DEVCALL_AB_TIMEOUT seconds (default 150; status 124); the ratio, verdict and
+#                                         record lines printed
 #   devcall_close FILE.db ...             each DB's WAL folded in (tools/db_fold.sh), then xz -9 (FILE.db.xz);
 #                                         a DB whose WAL cannot be folded keeps its files and fails
 #
@@ -22,7 +24,8 @@
 # returns the exit status of what it ran (devcall_same: engine_diff's, devcall_suite: the run's, devcall_ab: ab's), so
 # `|| fail=1` works.
 # Environment: DEVCALL_PACK (default .carry/gpu-check), DEVCALL_MODELS (default /tmp/kestrel-perf),
-# DEVCALL_TMP (default /tmp), OUT (set by the device tool). tests/tools-devcall.sh runs them with stubs.
+# DEVCALL_TMP (default /tmp), DEVCALL_AB_ROUNDS, DEVCALL_AB_TIMEOUT (devcall_ab), OUT (set by the device tool).
+# tests/tools-devcall.sh runs them with stubs.
 
 G=$PWD/${DEVCALL_PACK:-.carry/gpu-check}
 B=$G/bin
