@@ -1629,6 +1629,28 @@ __device__ __forceinline__ float conv_channel(const float *x, float *__restrict_
     return v;
 }
 
+/* conv_channel with channel c's K weights already in wc (registers, loaded before the PDL wait: option prep_early);
+ * the same operations in the same order: the same bits */
+#define PREP_K_MAX 4
+__device__ __forceinline__ float conv_channel_wr(const float *x, float *__restrict__ hist, const float (&wc)[PREP_K_MAX],
+                                                 float *__restrict__ y, int C, int K, int c)
+{
+    const float raw = x[c];
+    float acc = 0.0f;
+    float wl = 0.0f; /* wc[K - 1], picked by constant indices: a run-time index would put wc on the stack */
+#pragma unroll
+    for (int j = 0; j < PREP_K_MAX; j++) {
+        if (j < K - 1) acc += wc[j] * hist[(size_t)j * C + c];
+        if (j == K - 1) wl = wc[j];
+    }
+    acc += wl * raw;
+    for (int j = 0; j + 1 < K - 1; j++) hist[(size_t)j * C + c] = hist[(size_t)(j + 1) * C + c];
+    if (K > 1) hist[(size_t)(K - 2) * C + c] = raw;
+    const float v = acc / (1.0f + expf(-acc));
+    y[c] = v;
+    return v;
+}
+
 __global__ void conv_step_kernel(const float *x, float *__restrict__ hist,
                                  const float *__restrict__ w, float *__restrict__ y, int C, int K)
 {
@@ -1659,11 +1681,28 @@ __global__ void gdn_prep_kernel(const float *x, float *__restrict__ hist, const 
                                 const float *a, const float *__restrict__ ssm_a,
                                 const float *__restrict__ dt_bias, float *__restrict__ beta, float *__restrict__ g,
                                 int vh, const float *xn, const float *__restrict__ Wb,
-                                const float *__restrict__ Wa, int D)
+                                const float *__restrict__ Wa, int D, int early)
 {
     __shared__ float sh[32];
     const int T = blockDim.x, blk = blockIdx.x;
     const int nqk = 2 * kh, nv = (C - nqk * kd + T - 1) / T;
+    /* option prep_early (PERF-NOTES v27): the thread's first conv channel's K weights into registers before the
+     * PDL wait (weights), and (early 1) its history's lines L2-prefetched with an evict_last hint (written a token
+     * ago by this kernel; a prefetch reads nothing into the kernel), so the conv after the wait takes one L2 round
+     * trip instead of an HBM one: during gdn_prep HBM is otherwise idle, so its after-wait path is the step's */
+    const int tx = (int)threadIdx.x, cv = nqk * kd + (blk - nqk) * T + tx;
+    const int c_pre = !early || K > PREP_K_MAX ? -1
+                      : blk < nqk      ? (tx < kd ? blk * kd + tx : -1)
+                      : blk < nqk + nv ? (cv < C ? cv : -1)
+                                       : -1;
+    float wcr[PREP_K_MAX];
+    if (c_pre >= 0) {
+#pragma unroll
+        for (int j = 0; j < PREP_K_MAX; j++) wcr[j] = j < K ? __ldg(w + (size_t)c_pre * K + j) : 0.0f;
+        if (early == 1 && (threadIdx.x & 31) == 0)
+            for (int j = 0; j + 1 < K; j++)
+                asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(hist + (size_t)j * C + c_pre));
+    }
     /* a projection row block: the first PREP_W float4 per thread of its weight row before the PDL
      * wait (weights never change during a run: docs/cuda-engine.md "PDL"), so that HBM round trip
      * overlaps the qkv+z GEMV's tail */
@@ -1683,7 +1722,8 @@ __global__ void gdn_prep_kernel(const float *x, float *__restrict__ hist, const 
         const int c0 = blk * kd;
         float ss = 0.0f;
         for (int i = threadIdx.x; i < kd; i += T) {
-            const float v = conv_channel(x, hist, w, y, C, K, c0 + i);
+            const float v = c0 + i == c_pre ? conv_channel_wr(x, hist, wcr, y, C, K, c0 + i)
+                                            : conv_channel(x, hist, w, y, C, K, c0 + i);
             ss += v * v;
         }
         ss = block_sum(ss, sh);
@@ -1692,7 +1732,8 @@ __global__ void gdn_prep_kernel(const float *x, float *__restrict__ hist, const 
         for (int i = threadIdx.x; i < kd; i += T) out[i] = y[c0 + i] * inv; /* own writes: no barrier needed */
     } else if (blk < nqk + nv) {
         const int c = nqk * kd + (blk - nqk) * T + threadIdx.x;
-        if (c < C) conv_channel(x, hist, w, y, C, K, c);
+        if (c < C && c == c_pre) conv_channel_wr(x, hist, wcr, y, C, K, c);
+        else if (c < C) conv_channel(x, hist, w, y, C, K, c);
     } else if (!Wb) {
         const int i = (blk - nqk - nv) * T + threadIdx.x;
         if (i < vh) beta_g_one(b, a, ssm_a, dt_bias, beta, g, i);
@@ -1736,13 +1777,14 @@ __global__ void gdn_prep_kernel(const float *x, float *__restrict__ hist, const 
 cudaError_t kc_gdn_prep(const float *x, float *hist, const float *w, float *y, int C, int K, int kh, int kd,
                         float qscale, float *qn, float *kn, const float *b, const float *a, const float *ssm_a,
                         const float *dt_bias, float *beta, float *g, int vh, const float *xn, const float *Wb,
-                        const float *Wa, int D, cudaStream_t st)
+                        const float *Wa, int D, int early, cudaStream_t st)
 {
     const int T = norm_threads(kd);
+    if (early < 0 || early > 2) return cudaErrorInvalidValue;
     if (C < 2 * kh * kd || (Wb && (!Wa || !xn || D <= 0 || D % 4))) return cudaErrorInvalidValue;
     const int grid = 2 * kh + (C - 2 * kh * kd + T - 1) / T + (Wb ? 2 * vh : (vh + T - 1) / T);
     kc_launch(gdn_prep_kernel, grid, T, 0, st, x, hist, w, y, C, K, kh, kd, qscale, qn, kn, b, a, ssm_a, dt_bias, beta,
-              g, vh, xn, Wb, Wa, D);
+              g, vh, xn, Wb, Wa, D, early);
     return cudaGetLastError();
 }
 
@@ -1875,26 +1917,42 @@ cudaError_t kc_kv_append(const float *k, const float *v, float *kc, float *vc, i
  * rope_neox x2, kv_append): block b < nh is q head b, the others k head b - nh (which also appends
  * its k and v row to the cache at *pos). norm_threads(hd) threads, as rmsnorm_kernel (same block_sum
  * order); the normed row waits in shared memory for the rotation, as rope_neox_kernel computes it. */
+__device__ __forceinline__ float rope_inv_freq(float base, int i, int rd)
+{
+    return (float)(1.0 / pow((double)base, (double)(2 * i) / (double)rd));
+}
+
 __global__ void attn_prep_kernel(const float *qg, float *__restrict__ ak, const float *av,
                                  const float *__restrict__ qnw, const float *__restrict__ knw, float *__restrict__ aq,
                                  float *__restrict__ kc, float *__restrict__ vc, int nh, int nkv, int hd, int rd,
-                                 float base, float eps, const int32_t *pos)
+                                 float base, float eps, const int32_t *pos, int early)
 {
-    kc_pdl_begin();
     __shared__ float sh[32];
     extern __shared__ float row[]; /* (hd,) */
     const int isq = blockIdx.x < nh, h = isq ? blockIdx.x : blockIdx.x - nh, T = blockDim.x;
-    const float *xr = isq ? qg + (size_t)h * 2 * hd : ak + (size_t)h * hd;
+    const int tx = (int)threadIdx.x, half = rd / 2;
     const float *w = isq ? qnw : knw;
+    /* option attn_early (PERF-NOTES v28): the thread's first norm weight and RoPE frequency before the PDL wait
+     * (a weight, and arithmetic on launch constants), so the after-wait path has no HBM round trip for w and no
+     * double-precision pow; the same values feed the same operations: the same bits */
+    float w_pre = 0.0f, f_pre = 0.0f;
+    if (early) {
+        if (tx < hd) w_pre = __ldg(w + tx);
+        if (tx < half) f_pre = rope_inv_freq(base, tx, rd);
+        /* keep f_pre's chain here: without a use before the wait the compiler may sink it to its use */
+        asm volatile("" : "+f"(f_pre));
+    }
+    kc_pdl_begin();
+    const float *xr = isq ? qg + (size_t)h * 2 * hd : ak + (size_t)h * hd;
     float ss = 0.0f;
-    for (int i = threadIdx.x; i < hd; i += T) ss += xr[i] * xr[i];
+    for (int i = tx; i < hd; i += T) ss += xr[i] * xr[i];
     ss = block_sum(ss, sh);
     const float inv = rsqrtf(ss / (float)hd + eps);
-    for (int i = threadIdx.x; i < hd; i += T) row[i] = xr[i] * inv * w[i];
+    for (int i = tx; i < hd; i += T) row[i] = xr[i] * inv * (early && i == tx ? w_pre : w[i]);
     __syncthreads();
-    const int half = rd / 2, p = *pos;
-    for (int i = threadIdx.x; i < half; i += T) {
-        const float inv_freq = (float)(1.0 / pow((double)base, (double)(2 * i) / (double)rd));
+    const int p = *pos;
+    for (int i = tx; i < half; i += T) {
+        const float inv_freq = early && i == tx ? f_pre : rope_inv_freq(base, i, rd);
         const float ang = (float)p * inv_freq;
         float sn, cs;
         sincosf(ang, &sn, &cs);
@@ -1916,11 +1974,11 @@ __global__ void attn_prep_kernel(const float *qg, float *__restrict__ ak, const 
 
 cudaError_t kc_attn_prep(const float *qg, float *ak, const float *av, const float *qnw, const float *knw, float *aq,
                          float *kc, float *vc, int nh, int nkv, int hd, int rd, float base, float eps,
-                         const int32_t *pos, cudaStream_t st)
+                         const int32_t *pos, int early, cudaStream_t st)
 {
-    if (rd < 0 || rd > hd || rd % 2 || hd > 1024) return cudaErrorInvalidValue;
+    if (rd < 0 || rd > hd || rd % 2 || hd > 1024 || early < 0 || early > 1) return cudaErrorInvalidValue;
     kc_launch(attn_prep_kernel, nh + nkv, norm_threads(hd), (size_t)hd * sizeof(float), st, qg, ak, av, qnw, knw, aq,
-              kc, vc, nh, nkv, hd, rd, base, eps, pos);
+              kc, vc, nh, nkv, hd, rd, base, eps, pos, early);
     return cudaGetLastError();
 }
 

@@ -312,11 +312,13 @@ cudaError_t kc_conv_step(const float *x, float *hist, const float *w, float *y, 
  * (q | k | v), qn, kn (kh, kd) normed (from y's first 2*kh*kd channels); b, a, ssm_a, dt_bias,
  * beta, g (vh,). Wb != NULL: the beta/alpha projections are computed here too, b = Wb . xn and
  * a = Wa . xn (Wb, Wa f32 (vh, D), xn (D,), D % 4 == 0; one block per projection row, twin matvec
- * within tolerance), and b, a are outputs; else b, a are inputs. */
+ * within tolerance), and b, a are outputs; else b, a are inputs. early (option prep_early): 1 each conv
+ * channel's weights loaded and its history L2-prefetched (evict_last) before the PDL wait, 2 the weights only,
+ * 0 neither; the same bits. */
 cudaError_t kc_gdn_prep(const float *x, float *hist, const float *w, float *y, int C, int K, int kh, int kd,
                         float qscale, float *qn, float *kn, const float *b, const float *a, const float *ssm_a,
                         const float *dt_bias, float *beta, float *g, int vh, const float *xn, const float *Wb,
-                        const float *Wa, int D, cudaStream_t st);
+                        const float *Wa, int D, int early, cudaStream_t st);
 /* twin delta_step, one token of the gated delta rule for all v-heads:
  * S (vh, kd, vd) updated in place; q, k (kh, kd) normed; v (vh, vd); g, beta (vh,); o (vh, vd).
  * v-head h reads k-head h % kh (GGUF tiled order).
@@ -383,10 +385,11 @@ cudaError_t kc_kv_append(const float *k, const float *v, float *kc, float *vc, i
 /* The attention prep in ONE launch, bit-identical to rmsnorm(qg heads -> aq, q_norm qnw),
  * rmsnorm(ak in place, knw), rope_neox(aq), rope_neox(ak), kv_append(ak, av -> kc, vc at *pos):
  * qg (nh, 2*hd) [q | gate] per head, ak (nkv, hd) in/out, av (nkv, hd), aq (nh, hd) out,
- * kc, vc (ctx, nkv, hd). rd <= hd even, hd <= 1024. */
+ * kc, vc (ctx, nkv, hd). rd <= hd even, hd <= 1024. early (option attn_early): 1 each thread's first norm
+ * weight and RoPE frequency before the PDL wait, 0 after it; the same bits. */
 cudaError_t kc_attn_prep(const float *qg, float *ak, const float *av, const float *qnw, const float *knw, float *aq,
                          float *kc, float *vc, int nh, int nkv, int hd, int rd, float base, float eps,
-                         const int32_t *pos, cudaStream_t st);
+                         const int32_t *pos, int early, cudaStream_t st);
 /* twin attention: GQA decode attention over positions 0..*pos with the sigmoid output gate.
  * q (nh, hd) normed+roped; kc, vc (ctx, nkv, hd); gate (nh, gs) with the gate of head h at
  * gate[h*gs .. h*gs+hd); out (nh, hd) = softmax(q.k^T * scale) . v * sigmoid(gate).

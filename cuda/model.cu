@@ -686,7 +686,7 @@ int kc_layer_step(kc_model *m, int l)
                                         1.0f / sqrtf((float)d->kd), g->qn, g->kn, g->b, g->a, L->ssm_a, L->dt_bias,
                                         g->beta, g->g, d->vh, prep_ba ? m->xn : NULL,
                                         prep_ba ? (const float *)L->beta_w.data : NULL,
-                                        prep_ba ? (const float *)L->alpha_w.data : NULL, D, st));
+                                        prep_ba ? (const float *)L->alpha_w.data : NULL, D, m->prep_early, st));
             if (q8_out && variant == 1 && m->delta_trig) { /* option delta_trig: the same, the next launch later */
                 RUN("delta_step_norm_q8",
                     kc_delta_step_norm_q8_trig(S, g->qn, g->kn, g->conv + (size_t)2 * d->kh * d->kd, g->g, g->beta,
@@ -739,7 +739,7 @@ int kc_layer_step(kc_model *m, int l)
         }
         /* q/k norms, RoPE and the KV append: one launch (bit-identical to the five) */
         RUN("attn_prep", kc_attn_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, m->aq, kc, vc, d->nh, d->nkv, hd,
-                                      d->rope_dim, d->rope_base, d->eps, &m->ctl->pos, st));
+                                      d->rope_dim, d->rope_base, d->eps, &m->ctl->pos, m->attn_early, st));
         /* one block per q head up to attn_short positions, a cluster of attn_clsize blocks per head up
          * to attn_cl (attn=short, the default: this step's kind), else split over positions (by kv head
          * with attn_long=gqa); the output is quantised for wo by the same launch (dot=q8), so the out

@@ -104,6 +104,8 @@ typedef struct kc_model {
     int attn_long;            /* option attn_long=gqa: attn=short's steps past attn_cl take kc_attention_gqa, not split */
     int delta_pf;             /* option delta_pf: the delta rule's state prefetched into L2 before the PDL wait */
     int delta_trig;           /* option delta_trig: where the delta rule lets the out projection launch (1-3; 0 start) */
+    int prep_early;           /* option prep_early: gdn_prep's conv weights (and 1: history prefetch) before its wait */
+    int attn_early;           /* option attn_early: attn_prep's norm weight and RoPE frequency before its wait */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */

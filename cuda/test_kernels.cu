@@ -1140,7 +1140,7 @@ static void test_gdn_step(int kh, int vh, int wb, int steps)
             }
             if (i == 0) {
                 T_CK(kc_gdn_prep(a.x, a.hist, a.conv_w, a.conv, C, K, kh, kd, a.qscale, a.qn, a.kn, a.b, a.a, a.ssm_a,
-                                 a.dt_bias, a.beta, a.g, vh, a.xn, a.Wb, a.Wa, D, 0));
+                                 a.dt_bias, a.beta, a.g, vh, a.xn, a.Wb, a.Wa, D, 2 - wb, 0));
                 T_CK(kc_delta_step_norm_q8(a.S, a.qn, a.kn, a.conv + 2 * nq, a.g, a.beta, a.o, a.z, a.w, a.eps, a.y,
                                            a.yq, kh, kd, vh, vd, 0));
             } else {
@@ -1203,7 +1203,7 @@ static void test_gdn_prep(int kh, int kd, int vh, int vd)
         T_CK(kc_l2norm(y1, q1, kh, kd, qs, 0));
         T_CK(kc_l2norm(y1 + kh * kd, k1, kh, kd, 1.0f, 0));
         T_CK(kc_gdn_prep(dx, dh2, dw, y2, C, K, kh, kd, qs, q2, k2, dab, dab + vh, dp, dp + vh, b2, gg2, vh, NULL,
-                         NULL, NULL, 0, 0));
+                         NULL, NULL, 0, s % 3, 0));
         get_f(h1, o1, outn);
         get_f(h2, o2, outn);
         bad += n_unequal(h1, h2, outn);
@@ -1227,10 +1227,10 @@ static void test_gdn_prep(int kh, int kd, int vh, int vd)
         poison(o1, outn * 4);
         poison(o2, outn * 4);
         T_CK(kc_gdn_prep(dx, dh3, dw, y2, C, K, kh, kd, qs, q2, k2, dgab, dgab + vh, dp, dp + vh, b2, gg2, vh, dxn,
-                         dWab, dWab + (size_t)vh * D, D, 0));
+                         dWab, dWab + (size_t)vh * D, D, 1, 0));
         get_f(gab, dgab, 2 * vh);
         T_CK(kc_gdn_prep(dx, dh4, dw, y1, C, K, kh, kd, qs, q1, k1, dgab, dgab + vh, dp, dp + vh, b1, gg1, vh, NULL,
-                         NULL, NULL, 0, 0));
+                         NULL, NULL, 0, 0, 0));
         get_f(h1, o1, outn);
         get_f(h2, o2, outn);
         check_rel("gdn_prep beta/alpha projections (f32 48x5120 x2)", gab, rab, 2 * vh, 1e-5);
@@ -1243,7 +1243,7 @@ static void test_gdn_prep(int kh, int kd, int vh, int vd)
     get_f(g2, dh2, nh);
     badh = n_unequal(g1, g2, nh);
     ok(bad == 0 && badh == 0,
-       "bitexact gdn_prep (kh %d, kd %d, vh %d, vd %d) vs beta_g + conv_step + 2 l2norm over %d steps: "
+       "bitexact gdn_prep (kh %d, kd %d, vh %d, vd %d; prep_early 0, 1, 2 in turn) vs beta_g + conv_step + 2 l2norm over %d steps: "
        "%zu/%zu outputs, %zu/%zu history unequal", kh, kd, vh, vd, steps, bad, outn * steps, badh, nh);
     free(w); free(hist); free(x); free(ab); free(p); free(h1); free(h2); free(g1); free(g2);
     cudaFree(dw); cudaFree(dh1); cudaFree(dh2); cudaFree(dab); cudaFree(dp); cudaFree(dx); cudaFree(o1);
@@ -1366,16 +1366,23 @@ static void test_gdn_small(void)
         T_CK(kc_rope_neox(daq1, H, hd, rd, 1e7f, dpos, 0));
         T_CK(kc_rope_neox(dk1, Hkv, hd, rd, 1e7f, dpos, 0));
         T_CK(kc_kv_append(dk1, dv, dkc1, dvc1, Hkv, hd, dpos, 0));
-        T_CK(kc_attn_prep(dqg, dk2, dv, dqw, dkw, daq2, dkc2, dvc2, H, Hkv, hd, rd, 1e7f, 1e-6f, dpos, 0));
         float *a1 = hnew(kvn), *a2 = hnew(kvn);
         size_t bad = 0;
-        get_f(a1, daq1, H * hd); get_f(a2, daq2, H * hd); bad += n_unequal(a1, a2, H * hd);
-        get_f(a1, dk1, Hkv * hd); get_f(a2, dk2, Hkv * hd); bad += n_unequal(a1, a2, Hkv * hd);
-        get_f(a1, dkc1 + (size_t)pos * Hkv * hd, Hkv * hd); get_f(a2, dkc2 + (size_t)pos * Hkv * hd, Hkv * hd);
-        bad += n_unequal(a1, a2, Hkv * hd);
-        get_f(a1, dvc1 + (size_t)pos * Hkv * hd, Hkv * hd); get_f(a2, dvc2 + (size_t)pos * Hkv * hd, Hkv * hd);
-        bad += n_unequal(a1, a2, Hkv * hd);
-        ok(bad == 0, "bitexact attn_prep (24 q + 4 k heads x256, rope 64, pos 37) vs 5 launches: %zu unequal", bad);
+        for (int early = 0; early <= 1; early++) { /* option attn_early: both forms against the five launches */
+            T_CK(cudaMemcpy(dk2, k, (size_t)Hkv * hd * 4, cudaMemcpyHostToDevice)); /* ak is normed in place */
+            poison(daq2, (size_t)H * hd * 4);
+            poison(dkc2, kvn * 4);
+            poison(dvc2, kvn * 4);
+            T_CK(kc_attn_prep(dqg, dk2, dv, dqw, dkw, daq2, dkc2, dvc2, H, Hkv, hd, rd, 1e7f, 1e-6f, dpos, early, 0));
+            get_f(a1, daq1, H * hd); get_f(a2, daq2, H * hd); bad += n_unequal(a1, a2, H * hd);
+            get_f(a1, dk1, Hkv * hd); get_f(a2, dk2, Hkv * hd); bad += n_unequal(a1, a2, Hkv * hd);
+            get_f(a1, dkc1 + (size_t)pos * Hkv * hd, Hkv * hd); get_f(a2, dkc2 + (size_t)pos * Hkv * hd, Hkv * hd);
+            bad += n_unequal(a1, a2, Hkv * hd);
+            get_f(a1, dvc1 + (size_t)pos * Hkv * hd, Hkv * hd); get_f(a2, dvc2 + (size_t)pos * Hkv * hd, Hkv * hd);
+            bad += n_unequal(a1, a2, Hkv * hd);
+        }
+        ok(bad == 0, "bitexact attn_prep (24 q + 4 k heads x256, rope 64, pos 37; attn_early 0 and 1) vs 5 launches: "
+           "%zu unequal", bad);
         free(qg); free(k); free(v); free(qw); free(kw); free(a1); free(a2);
         cudaFree(dqg); cudaFree(dk1); cudaFree(dk2); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(daq1);
         cudaFree(daq2); cudaFree(dkc1); cudaFree(dvc1); cudaFree(dkc2); cudaFree(dvc2); cudaFree(dpos);

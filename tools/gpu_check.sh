@@ -38,6 +38,8 @@
 #      attn=gqa and attn=short (also its clustered form, and attn_long=gqa) against themselves with pdl=0 /
 #      graph=0 and within rounding of the split attention; the default delta rule (delta_trig=3,
 #      delta_pf=1) against delta_trig 0-2 and delta_pf 0, and against itself with pdl=0 and graph=0;
+#      gdn_prep's conv weights before its wait (prep_early=2, the default) against 0 and 1; attn_prep's norm
+#      weight and RoPE frequency before its wait (attn_early=1, the default) against 0;
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -285,7 +287,12 @@ run_checks() {
     same_bits "$w27" "" "delta_trig=2,delta_pf=0" || all=1
     same_bits "$w27" "" "pdl=0" || all=1
     same_bits "$w27" "" "graph=0" || all=1
-    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf" $all
+    note "- prep_early (gdn_prep's conv weights before its PDL wait, 1 with its history L2-prefetched): the default (2) vs 0 and 1"
+    same_bits "$w27" "" "prep_early=0" || all=1
+    same_bits "$w27" "" "prep_early=1" || all=1
+    note "- attn_early (attn_prep's norm weight and RoPE frequency before its PDL wait): the default (1) vs 0"
+    same_bits "$w27" "" "attn_early=0" || all=1
+    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf, prep_early, attn_early" $all
     rm -f "$w27"
 
     # profile=trace is a build of its own (kernels with the marks): the default library refuses it
