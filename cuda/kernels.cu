@@ -1913,10 +1913,10 @@ cudaError_t kc_kv_append(const float *k, const float *v, float *kc, float *vc, i
     return cudaGetLastError();
 }
 
-/* q/k RMS norms + RoPE + KV append in ONE launch, bit-identical to the five launches (rmsnorm x2,
- * rope_neox x2, kv_append): block b < nh is q head b, the others k head b - nh (which also appends
- * its k and v row to the cache at *pos). norm_threads(hd) threads, as rmsnorm_kernel (same block_sum
- * order); the normed row waits in shared memory for the rotation, as rope_neox_kernel computes it. */
+/* attn_prep_kernel (after its helper rope_inv_freq, RoPE pair i's frequency as rope_neox_kernel computes it): q/k
+ * RMS norms + RoPE + KV append in ONE launch, bit-identical to the five launches (rmsnorm x2, rope_neox x2, kv_append):
+ * block b < nh is q head b, the others k head b - nh (which also appends its k and v row to the cache at *pos).
+ * norm_threads(hd) threads, as rmsnorm_kernel (same block_sum order); the normed row waits in shared memory. */
 __device__ __forceinline__ float rope_inv_freq(float base, int i, int rd)
 {
     return (float)(1.0 / pow((double)base, (double)(2 * i) / (double)rd));
