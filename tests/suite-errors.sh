@@ -1,7 +1,9 @@
 #!/bin/sh
 # suite-errors.sh - `kestrel-eval check` on malformed suites (tests/suites/bad/):
 # each must fail with exit 2, print nothing on stdout and exactly ONE line on
-# stderr, `kestrel-eval: FILE:LINE:COL: message`, compared here in full.
+# stderr, `kestrel-eval: FILE:LINE:COL: message`, compared here in full (control
+# bytes of quoted values as \xNN: a YAML scalar may hold a newline; found by
+# tests/fuzz/fuzz_suite.c).
 # Also: usage errors, a missing suite file, --engine overrides that don't apply.
 . "$top_srcdir/tests/lib.sh"
 
@@ -84,6 +86,8 @@ engine-diff-no-tokens.yaml|engine-diff-no-tokens.yaml:5:5: case 'x': kind 'engin
 engine-diff-oracle-tokens.yaml|engine-diff-oracle-tokens.yaml:6:63: case 'x': 'tokens' does not apply to kind 'oracle' (only engine-diff)
 engine-diff-tokens-map.yaml|engine-diff-tokens-map.yaml:5:81: expected a list for 'tokens', got a map
 engine-diff-unknown-reference.yaml|engine-diff-unknown-reference.yaml:5:61: case 'x': unknown reference engine 'cpu-q9' (did you mean 'cpu-q8'? known: cpu, cpu-q8)
+newline-in-value.yaml|newline-in-value.yaml:3:13: model 'm': file not found: @SUITES@/\x0a../lib.sh
+control-in-key.yaml|control-in-key.yaml:2:1: unknown key 'ca\x09ses' at the top level (did you mean 'cases'?)
 TABLE
 
 n_bad=$(ls "$BAD"/*.yaml | wc -l)

@@ -136,16 +136,32 @@ static suite_pos pos_of(const yaml_node_t *n) {
     return p;
 }
 
+/* An error is one line: control bytes of the values it quotes (a YAML scalar may hold newlines, a
+ * key any byte) are written as \xNN. dst (dn,) gets src, cut at a whole escape. */
+static void put_err_line(char *dst, size_t dn, const char *src) {
+    size_t k = 0;
+    if (!dn) return;
+    for (; *src; src++) {
+        unsigned char ch = (unsigned char)*src;
+        int ctl = ch < 0x20 || ch == 0x7f;
+        if (k + (ctl ? 4 : 1) >= dn) break;
+        if (ctl) k += (size_t)snprintf(dst + k, 5, "\\x%02x", ch);
+        else dst[k++] = (char)ch;
+    }
+    dst[k] = '\0';
+}
+
 /* Write "file:line:col: message" for node n and return -1. */
 static int fail(ctx *c, const yaml_node_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(ctx *c, const yaml_node_t *n, const char *fmt, ...) {
-    char msg[1024];
+    char msg[1024], line[5200];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     suite_pos p = n ? pos_of(n) : (suite_pos){1, 1};
-    snprintf(c->err, c->err_len, "%s:%d:%d: %s", c->file, p.line, p.col, msg);
+    snprintf(line, sizeof line, "%s:%d:%d: %s", c->file, p.line, p.col, msg);
+    put_err_line(c->err, c->err_len, line);
     return -1;
 }
 
@@ -642,15 +658,19 @@ static int prompts_file(ctx *c, suite_prompt_set *ps, const yaml_node_t *path_no
             long long v;
             int bad = parse_int(start, &v) || v < 0 || v > INT32_MAX || start[0] == '+';
             if (bad) {
-                snprintf(c->err, c->err_len, "%s:%d:%d: '%s' is not a token id (prompt set '%s')", ps->path, lineno,
+                char msg[5200];
+                snprintf(msg, sizeof msg, "%s:%d:%d: '%s' is not a token id (prompt set '%s')", ps->path, lineno,
                          (int)(start - line) + 1, start, ps->name);
+                put_err_line(c->err, c->err_len, msg);
                 goto cleanup;
             }
             *p = save;
             push_token(&toks, &n, &tcap, (int32_t)v);
         }
         if (n == 0) {
-            snprintf(c->err, c->err_len, "%s:%d:1: empty prompt (prompt set '%s')", ps->path, lineno, ps->name);
+            char msg[5200];
+            snprintf(msg, sizeof msg, "%s:%d:1: empty prompt (prompt set '%s')", ps->path, lineno, ps->name);
+            put_err_line(c->err, c->err_len, msg);
             goto cleanup;
         }
         push_prompt(ps, &cap, toks, n);
