@@ -45,26 +45,44 @@ static void put_file(const char *path, const char *text)
     if (!f || fputs(text, f) < 0 || fclose(f)) die("cannot write the scratch files");
 }
 
-/* the scratch folder, once per process: the test suites' relative paths resolve inside it */
+/* the scratch folder (made once per process): the test suites' relative paths resolve inside it.
+ * Folders in creation order (removed in reverse), then the files with their contents. */
+static const char *const scratch_dirs[] = {"a", "a/b", "a/b/prompts", "a/valid" /* full.yaml's ./../valid */};
+static const char *const scratch_files[][2] = {{"lib.sh", ""}, {"a/b/prompts/long.txt", "1, 2, 3\n4 5 6 7\n"}};
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+/* at exit: the input's file, the files, the folders in reverse, the scratch folder */
+static void remove_scratch(void)
+{
+    char p[200];
+    unlink(suite_path);
+    for (size_t i = 0; i < N_OF(scratch_files); i++) {
+        snprintf(p, sizeof p, "%s/%s", scratch, scratch_files[i][0]);
+        unlink(p);
+    }
+    for (size_t i = N_OF(scratch_dirs); i-- > 0;) {
+        snprintf(p, sizeof p, "%s/%s", scratch, scratch_dirs[i]);
+        rmdir(p);
+    }
+    rmdir(scratch);
+}
+
 static void setup(void)
 {
     char p[200];
     if (scratch[0]) return;
     snprintf(scratch, sizeof scratch, "/tmp/fuzz_suite.XXXXXX");
     if (!mkdtemp(scratch)) die("mkdtemp");
-    snprintf(p, sizeof p, "%s/a", scratch);
-    if (mkdir(p, 0700)) die("mkdir");
-    snprintf(p, sizeof p, "%s/a/b", scratch);
-    if (mkdir(p, 0700)) die("mkdir");
-    snprintf(p, sizeof p, "%s/a/b/prompts", scratch);
-    if (mkdir(p, 0700)) die("mkdir");
-    snprintf(p, sizeof p, "%s/a/valid", scratch); /* full.yaml's ./../valid/../../lib.sh */
-    if (mkdir(p, 0700)) die("mkdir");
-    snprintf(p, sizeof p, "%s/lib.sh", scratch);
-    put_file(p, "");
-    snprintf(p, sizeof p, "%s/a/b/prompts/long.txt", scratch);
-    put_file(p, "1, 2, 3\n4 5 6 7\n");
+    for (size_t i = 0; i < N_OF(scratch_dirs); i++) {
+        snprintf(p, sizeof p, "%s/%s", scratch, scratch_dirs[i]);
+        if (mkdir(p, 0700)) die("mkdir");
+    }
+    for (size_t i = 0; i < N_OF(scratch_files); i++) {
+        snprintf(p, sizeof p, "%s/%s", scratch, scratch_files[i][0]);
+        put_file(p, scratch_files[i][1]);
+    }
     snprintf(suite_path, sizeof suite_path, "%s/a/b/a.yaml", scratch);
+    atexit(remove_scratch);
 }
 
 static void check_unique(const char *table, const char *name, const char *const *earlier, int n)
@@ -228,22 +246,6 @@ int main(int argc, char **argv)
     }
     for (int i = 1; i < argc; i++) rc |= run_dir(argv[i]);
     printf("fuzz_suite: %d inputs, %d accepted, %d rejected\n", n_in, n_ok, n_in - n_ok);
-    char p[200];
-    snprintf(p, sizeof p, "%s/a/b/a.yaml", scratch);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/a/b/prompts/long.txt", scratch);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/lib.sh", scratch);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/a/b/prompts", scratch);
-    rmdir(p);
-    snprintf(p, sizeof p, "%s/a/b", scratch);
-    rmdir(p);
-    snprintf(p, sizeof p, "%s/a/valid", scratch);
-    rmdir(p);
-    snprintf(p, sizeof p, "%s/a", scratch);
-    rmdir(p);
-    rmdir(scratch);
     return rc;
 }
 #endif
