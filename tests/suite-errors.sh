@@ -88,6 +88,7 @@ engine-diff-tokens-map.yaml|engine-diff-tokens-map.yaml:5:81: expected a list fo
 engine-diff-unknown-reference.yaml|engine-diff-unknown-reference.yaml:5:61: case 'x': unknown reference engine 'cpu-q9' (did you mean 'cpu-q8'? known: cpu, cpu-q8)
 newline-in-value.yaml|newline-in-value.yaml:3:13: model 'm': file not found: @SUITES@/\x0a../lib.sh
 control-in-key.yaml|control-in-key.yaml:2:1: unknown key 'ca\x09ses' at the top level (did you mean 'cases'?)
+control-in-options.yaml|control-in-options.yaml:2:36: engine 'cpu': 'options' holds a control byte (\x0a at offset 9)
 TABLE
 
 n_bad=$(ls "$BAD"/*.yaml | wc -l)

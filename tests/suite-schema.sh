@@ -46,6 +46,7 @@ cases-empty.yaml|cases
 prompts-both.yaml|prompts/p
 prompt-negative.yaml|prompts/p/tokens/1/1
 no-engine.yaml|cases/0
+control-in-options.yaml|engines/cpu/options
 TABLE
 
 # the shipped suites, the valid test suites and the example in docs/suites.md

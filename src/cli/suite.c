@@ -534,6 +534,13 @@ static int parse_engines(ctx *c, const yaml_node_t *map) {
             if (vals[EK_OPTIONS]) {
                 const char *o;
                 if (get_string(c, vals[EK_OPTIONS], "options", &o)) return -1;
+                /* key=value items for the engine's open(): no engine's grammar has a control byte, and one
+                 * (a quoted scalar's newline) would reach the engine's error unseen */
+                for (size_t i = 0; o[i]; i++)
+                    if ((unsigned char)o[i] < 0x20 || o[i] == 0x7f)
+                        return fail(c, vals[EK_OPTIONS],
+                                    "engine '%s': 'options' holds a control byte (\\x%02x at offset %zu)", e->name,
+                                    (unsigned char)o[i], i);
                 e->options = xstrdup(o);
             }
         } else if (v->type != YAML_SCALAR_NODE || is_null(v)) {
