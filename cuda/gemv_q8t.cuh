@@ -719,7 +719,12 @@ __device__ __forceinline__ void swiglu_q8t_quantise(const float *y, kc_q8blk *yq
  * and the block that completes it quantises it from global memory and re-arms the counter (cnt
  * (G.rows/32,) zero between calls), as matvec_swiglu_q8_kernel. Same bits as quantize_q8 of y.
  * Dynamic shared memory: Q8T_BAR_BYTES + ns stages + (yq: the block's rows as floats). */
-template <int NBL>
+/* HALF (option q8t_half): the gate rows and the up rows of a stage are two ring slots with their own
+ * full and empty barriers (2 ns of each, 2 ns <= Q8T_MAX_STAGES), so a warp releases the gate half as
+ * soon as its gate dot is done and the producer refills it while the up dots run. Why: a consumer
+ * holds a whole stage (both halves) through both dots, so while the dots run only the other slot is in
+ * flight; with half slots three of four can be. Same dots on the same bytes: the same bits. */
+template <int NBL, int HALF = 0>
 __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const kc_mat G, const kc_mat Up,
                                                                             const kc_q8blk *__restrict__ xq,
                                                                             float *__restrict__ y, kc_q8blk *yq,
@@ -735,10 +740,29 @@ __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const
     kc_q8blk *xsm = (kc_q8blk *)(ring + ns * stage_bytes); /* nm: the folded norm's x, (nb,) */
     float *ys = (float *)(ring + ns * stage_bytes + (nm.x ? (size_t)nb * sizeof(kc_q8blk) + 128 : 0)); /* yq: row
                                                                       * r0 + i of the block at ys[i] */
-    q8t_ring_init(q8t_smem, ns);
+    q8t_ring_init(q8t_smem, HALF ? 2 * ns : ns);
     if (warp == Q8M_WARPS) {
         asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-        if (lane == 0)
+        if (HALF && lane == 0)
+            for (int u = u0; u < u1; u++) {
+                const int s = (u - u0) % ns, lap = (u - u0) / ns;
+                const int r0 = u * Q8T_ROWS, k = r0 + Q8T_ROWS < G.rows ? Q8T_ROWS : G.rows - r0;
+                for (int h = 0; h < 2; h++) { /* slot 2s: the gate rows, 2s + 1: the up rows */
+                    const int j = 2 * s + h;
+                    if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + j)), (lap - 1) & 1);
+                    const uint32_t bar = smem_addr(q8t_smem + 8 * j);
+                    if (Q8T_SKIP(1)) {
+                        mbar_arrive(bar);
+                        continue;
+                    }
+                    const kc_mat &M = h ? Up : G;
+                    unsigned char *st = ring + s * stage_bytes + h * half_bytes;
+                    mbar_expect_tx(bar, (uint32_t)k * (uint32_t)nb * 18u);
+                    bulk_g2s(smem_addr(st), (const unsigned char *)M.data + (size_t)r0 * nb * 16, (uint32_t)k * nb * 16, bar);
+                    bulk_g2s(smem_addr(st + (size_t)Q8T_ROWS * nb * 16), M.d + (size_t)r0 * nb, (uint32_t)k * nb * 2, bar);
+                }
+            }
+        if (!HALF && lane == 0)
             for (int u = u0; u < u1; u++) {
                 const int s = (u - u0) % ns, lap = (u - u0) / ns;
                 if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
@@ -772,7 +796,30 @@ __global__ void __launch_bounds__(Q8T_THREADS, 2) matvec_swiglu_q8t_kernel(const
     } else {
         q8x_load_x<NBL>(xq, nb, xa, xb, xd, xs);
     }
-    for (int u = u0; u < u1; u++) {
+    for (int u = u0; HALF && u < u1; u++) {
+        const int s = (u - u0) % ns, lap = (u - u0) / ns;
+        const int r = u * Q8T_ROWS + warp;
+        const bool on = r < G.rows && !Q8T_SKIP(2);
+        const unsigned char *st = ring + s * stage_bytes;
+        float g = 0.0f, up = 0.0f;
+        mbar_wait(smem_addr(q8t_smem + 8 * (2 * s)), lap & 1);
+        if (on)
+            g = nb == 32 * NBL ? q8t_dot<NBL, true>(st, nb, warp, xa, xb, xd, xs) : q8t_dot<NBL>(st, nb, warp, xa, xb, xd, xs);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + 2 * s)));
+        mbar_wait(smem_addr(q8t_smem + 8 * (2 * s + 1)), lap & 1);
+        if (on)
+            up = nb == 32 * NBL ? q8t_dot<NBL, true>(st + half_bytes, nb, warp, xa, xb, xd, xs)
+                                : q8t_dot<NBL>(st + half_bytes, nb, warp, xa, xb, xd, xs);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + 2 * s + 1)));
+        if (on && lane == 0) {
+            const float v = g / (1.0f + expf(-g)) * up;
+            y[r] = v;
+            if (yq) ys[r - u0 * Q8T_ROWS] = v;
+        }
+    }
+    for (int u = u0; !HALF && u < u1; u++) {
         const int s = (u - u0) % ns, lap = (u - u0) / ns;
         mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
         const int r = u * Q8T_ROWS + warp;

@@ -24,6 +24,8 @@ static __thread int g_pdl; /* kc_set_pdl */
 void kc_set_pdl(int on) { g_pdl = on; }
 static __thread int g_carveout = -1; /* kc_set_carveout */
 void kc_set_carveout(int pct) { g_carveout = pct; }
+static __thread int g_q8t_half; /* kc_set_q8t_half */
+void kc_set_q8t_half(int on) { g_q8t_half = on; }
 
 static __thread int *g_log, g_log_cap, *g_log_len, g_log_name; /* kc_set_launch_log */
 void kc_set_launch_log(int *log, int cap, int *len)
@@ -792,6 +794,8 @@ static cudaError_t q8t_setup_one(void)
         e = cudaFuncSetAttribute(matvec_q8t_kernel<NBL, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(matvec_swiglu_q8t_kernel<NBL>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(matvec_swiglu_q8t_kernel<NBL, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
     return e;
 }
 
@@ -1158,7 +1162,10 @@ cudaError_t kc_matvec_swiglu_q8(const kc_mat *G, const kc_mat *U, const kc_q8blk
         q8t_plan(G, (G->rows + Q8T_ROWS - 1) / Q8T_ROWS, (size_t)2 * Q8T_ROWS * (G->cols / 32) * 18, &tgrid, &ns, &smem)) {
         const int units = (G->rows + Q8T_ROWS - 1) / Q8T_ROWS, per = (units + tgrid - 1) / tgrid;
         if (yq) smem += (size_t)per * Q8T_ROWS * sizeof(float); /* the block's rows, for its own groups */
-        Q8T_DISPATCH(matvec_swiglu_q8t_kernel, nbl, tgrid, smem, st, *G, *U, xq, y, yq, yq ? cnt : NULL, ns, kc_rmsq{});
+        if (g_q8t_half && 2 * ns <= Q8T_MAX_STAGES)
+            Q8T_DISPATCH2(matvec_swiglu_q8t_kernel, nbl, 1, tgrid, smem, st, *G, *U, xq, y, yq, yq ? cnt : NULL, ns, kc_rmsq{});
+        else
+            Q8T_DISPATCH(matvec_swiglu_q8t_kernel, nbl, tgrid, smem, st, *G, *U, xq, y, yq, yq ? cnt : NULL, ns, kc_rmsq{});
         return cudaGetLastError();
     }
     if (nbl && !yq) {
@@ -1256,8 +1263,12 @@ cudaError_t kc_matvec_swiglu_q8_rms(const kc_mat *G, const kc_mat *U, const kc_r
     size_t smem;
     if (yq && !cnt) return cudaErrorInvalidValue;
     if (!rms_swiglu_plan(G, U, nm, yq != NULL, &grid, &ns, &smem)) return cudaErrorNotSupported;
-    Q8T_DISPATCH(matvec_swiglu_q8t_kernel, q8x_nbl(G), grid, smem, st, *G, *U, (const kc_q8blk *)NULL, y, yq,
-                 yq ? cnt : NULL, ns, *nm);
+    if (g_q8t_half && 2 * ns <= Q8T_MAX_STAGES)
+        Q8T_DISPATCH2(matvec_swiglu_q8t_kernel, q8x_nbl(G), 1, grid, smem, st, *G, *U, (const kc_q8blk *)NULL, y, yq,
+                      yq ? cnt : NULL, ns, *nm);
+    else
+        Q8T_DISPATCH(matvec_swiglu_q8t_kernel, q8x_nbl(G), grid, smem, st, *G, *U, (const kc_q8blk *)NULL, y, yq,
+                     yq ? cnt : NULL, ns, *nm);
     return cudaGetLastError();
 }
 

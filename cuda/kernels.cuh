@@ -84,6 +84,9 @@ void kc_set_pdl(int on);
  * after the TMA GEMVs (which take ~200 KB of shared memory per SM) cannot become resident early
  * under PDL (PERF-NOTES v15). Thread-local, as kc_set_pdl. */
 void kc_set_carveout(int pct);
+/* Option q8t_half: the TMA SwiGLU's gate and up rows in separate ring slots (matvec_swiglu_q8t_kernel
+ * HALF), where 2 ns <= Q8T_MAX_STAGES. Thread-local, as kc_set_pdl. */
+void kc_set_q8t_half(int on);
 
 /* Step trace (engine option profile=trace, the library built with -DKC_TRACE:
  * libkestrel-cuda-trace.so): every step kernel, as it passes its dependency wait (kc_pdl_begin),

@@ -545,20 +545,23 @@ static void test_q8(void)
                     get_f(got, dy[i], wr[i]);
                     u3 += n_unequal(got, ref[i], wr[i]);
                 }
-                if (!sw) continue;
-                poison(dy[0], rows * 4);
-                T_CK(kc_matvec_swiglu_q8(&W[0], &Up, dxq, dy[0], NULL, NULL, 0));
-                get_f(got, dy[0], rows);
-                us += n_unequal(got, sx, rows);
-                if (r32 < 32) continue;
-                /* the SwiGLU that quantises its output itself (the first rows/32*32 rows): y and yq */
-                poison(dy[0], rows * 4);
-                poison(dsq, (r32 / 32) * sizeof(kc_q8blk));
-                T_CK(kc_matvec_swiglu_q8(&G32, &U32, dxq, dy[0], dsq, dcnt, 0));
-                get_f(got, dy[0], r32);
-                kc_q8blk *gq = get_q8(dsq, r32 / 32);
-                uq += n_unequal(got, sx, r32) + n_unequal_blocks(gq, sq, r32 / 32);
-                free(gq);
+                for (int half = 0; sw && half <= 1; half++) { /* option q8t_half: gate and up in one slot or two */
+                    kc_set_q8t_half(half);
+                    poison(dy[0], rows * 4);
+                    T_CK(kc_matvec_swiglu_q8(&W[0], &Up, dxq, dy[0], NULL, NULL, 0));
+                    get_f(got, dy[0], rows);
+                    us += n_unequal(got, sx, rows);
+                    if (r32 < 32) continue;
+                    /* the SwiGLU that quantises its output itself (the first rows/32*32 rows): y and yq */
+                    poison(dy[0], rows * 4);
+                    poison(dsq, (r32 / 32) * sizeof(kc_q8blk));
+                    T_CK(kc_matvec_swiglu_q8(&G32, &U32, dxq, dy[0], dsq, dcnt, 0));
+                    get_f(got, dy[0], r32);
+                    kc_q8blk *gq = get_q8(dsq, r32 / 32);
+                    uq += n_unequal(got, sx, r32) + n_unequal_blocks(gq, sq, r32 / 32);
+                    free(gq);
+                }
+                kc_set_q8t_half(0);
             }
             kc_set_q8t(0, 0);
             kc_set_q8t_xs(0);
@@ -572,7 +575,7 @@ static void test_q8(void)
             if (sw && rows >= 32)
             ok(uq + armed == 0 && kc_q8_tma_swiglu_takes(&G32, &U32, 1),
                "bitexact matvec_swiglu_q8 %dx%d q8gemv=tma quantising its output (groups of 32 inside a block and "
-               "shared with a neighbour): y and yq vs the x-stationary kernel + CPU quantize_q8: %zu unequal, %zu "
+               "shared with a neighbour; q8t_half 0 and 1): y and yq vs the x-stationary kernel + CPU quantize_q8: %zu unequal, %zu "
                "counters left non-zero",
                r32, cols, uq, armed);
             free(hcnt);
@@ -642,11 +645,16 @@ static void test_q8(void)
                     float *dz = (float *)dnew(G.rows * 4);
                     T_CK(kc_rmsnorm_q8(dx, dw, dxn, dq1, cols, 1e-6f, 0));
                     T_CK(kc_matvec_swiglu_q8(&G, &Up, dq1, dy[0], yq1, cnt, 0));
-                    T_CK(kc_matvec_swiglu_q8_rms(&G, &Up, &nm, dz, yq2, cnt, 0));
-                    get_f(a, dy[0], G.rows);
-                    get_f(b, dz, G.rows);
-                    us += n_unequal(a, b, G.rows);
-                    us += q8_differ(yq1, yq2, gq);
+                    for (int half = 0; half <= 1; half++) { /* option q8t_half */
+                        kc_set_q8t_half(half);
+                        poison(dz, G.rows * 4);
+                        T_CK(kc_matvec_swiglu_q8_rms(&G, &Up, &nm, dz, yq2, cnt, 0));
+                        get_f(a, dy[0], G.rows);
+                        get_f(b, dz, G.rows);
+                        us += n_unequal(a, b, G.rows);
+                        us += q8_differ(yq1, yq2, gq);
+                    }
+                    kc_set_q8t_half(0);
                     cudaFree(yq1);
                     cudaFree(yq2);
                     cudaFree(cnt);
@@ -654,7 +662,7 @@ static void test_q8(void)
                 }
                 ok(u + us == 0,
                    "bitexact rms_fold %dx%d: kc_matvec_q8_rms (3 matrices; x in registers and in shared memory) and "
-                   "kc_matvec_swiglu_q8_rms (yq) vs kc_rmsnorm_q8 + the GEMV: %zu + %zu unequal (y, xn, xq, yq)",
+                   "kc_matvec_swiglu_q8_rms (yq; q8t_half 0 and 1) vs kc_rmsnorm_q8 + the GEMV: %zu + %zu unequal (y, xn, xq, yq)",
                    rows, cols, u, us);
                 free(a); free(b); free(xa); free(xb);
             }

@@ -39,7 +39,8 @@
 #      graph=0 and within rounding of the split attention; the default delta rule (delta_trig=3,
 #      delta_pf=1) against delta_trig 0-2 and delta_pf 0, and against itself with pdl=0 and graph=0;
 #      gdn_prep's conv weights before its wait (prep_early=2, the default) against 0 and 1; attn_prep's norm
-#      weight and RoPE frequency before its wait (attn_early=1, the default) against 0;
+#      weight and RoPE frequency before its wait (attn_early=1, the default) against 0; the SwiGLU's gate and up
+#      rows in separate ring slots (q8t_half=1, the default) against 0 (also with pdl=0, and with rms_fold=ffn);
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -292,7 +293,11 @@ run_checks() {
     same_bits "$w27" "" "prep_early=1" || all=1
     note "- attn_early (attn_prep's norm weight and RoPE frequency before its PDL wait): the default (1) vs 0"
     same_bits "$w27" "" "attn_early=0" || all=1
-    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf, prep_early, attn_early" $all
+    note "- q8t_half (the SwiGLU's gate and up rows in separate ring slots): the default (1) vs 0, also with pdl=0 and with rms_fold=ffn"
+    same_bits "$w27" "" "q8t_half=0" || all=1
+    same_bits "$w27" "pdl=0" "pdl=0,q8t_half=0" || all=1
+    same_bits "$w27" "rms_fold=ffn" "rms_fold=ffn,q8t_half=0" || all=1
+    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf, prep_early, attn_early, q8t_half" $all
     rm -f "$w27"
 
     # profile=trace is a build of its own (kernels with the marks): the default library refuses it
