@@ -13,7 +13,8 @@
  * arithmetic order (gemv_q8.cuh), so any difference is a bug.
  *
  * Usage: bench_gemv [--shape NAME]  (prints one TSV line per shape x variant; NAME ffn: the fused FFN only; l2: the L2-prefetch measurements;
- * gdnwin: the delta rule + out projection timeline)
+ * gdnwin: the delta rule + out projection timeline). The TMA SwiGLU runs in the engine's default form (gate and up
+ * rows in separate ring slots, option q8t_half=1 since PERF-NOTES v29); KC_Q8T_HALF=0 times the form before it.
  */
 #define KC_Q8T_DBG 1 /* gemv_q8t.cuh: per-block timeline of the TMA kernels (bench only) */
 #define KC_AG_DBG 1  /* kernels.cu: attention_gqa_kernel's phases skipped on request (bench only) */
@@ -1443,6 +1444,12 @@ int main(int argc, char **argv)
     }
     CK(kc_gemv_setup());
     CK(cudaDeviceGetAttribute(&g_sms, cudaDevAttrMultiProcessorCount, 0));
+    const char *half = getenv("KC_Q8T_HALF"); /* the SwiGLU's ring: the engine's default form unless told */
+    if (half && strcmp(half, "0") && strcmp(half, "1")) {
+        fprintf(stderr, "bench_gemv: KC_Q8T_HALF=%s: 0 or 1\n", half);
+        return 2;
+    }
+    kc_set_q8t_half(half ? half[0] == '1' : 1);
     int fails = 0;
     printf("shape\tvariant\tR\tU\tus\tGBps\tbytes\n");
     for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
