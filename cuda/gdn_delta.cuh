@@ -31,11 +31,32 @@ __device__ __forceinline__ float delta_column(float *s, int st, int kd, const fl
     const int n = KDT ? KDT : kd;
     const int stride = KDT ? 1 : st;
     float kv = 0.0f;
+    if (KDT) {
+        /* The unrolled variant reads sk and sq as float4 (16-byte aligned: the kernels' dynamic shared
+         * memory, kd % 4 == 0), the same values in the same order. Why not element by element: NVVM's
+         * load vectorizer then merged the unrolled loads into vector loads differently from one
+         * compilation of the same source to the next (two builds of one commit, two libraries; found
+         * comparing PTX, PERF-NOTES v30), so a library's SHA-256 did not name its source. */
+        const float4 *sk4 = (const float4 *)sk;
 #pragma unroll
-    for (int dk = 0; dk < n; dk++) { /* decay, then S^T k */
-        const float t = __fmul_rn(s[dk * stride], alpha);
-        s[dk * stride] = t;
-        kv = __fadd_rn(kv, __fmul_rn(t, sk[dk]));
+        for (int d4 = 0; d4 < n / 4; d4++) {
+            const float4 k4 = sk4[d4];
+            const float kk[4] = {k4.x, k4.y, k4.z, k4.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int dk = 4 * d4 + j;
+                const float t = __fmul_rn(s[dk * stride], alpha);
+                s[dk * stride] = t;
+                kv = __fadd_rn(kv, __fmul_rn(t, kk[j]));
+            }
+        }
+    } else {
+#pragma unroll
+        for (int dk = 0; dk < n; dk++) { /* decay, then S^T k */
+            const float t = __fmul_rn(s[dk * stride], alpha);
+            s[dk * stride] = t;
+            kv = __fadd_rn(kv, __fmul_rn(t, sk[dk]));
+        }
     }
     const float delta = __fmul_rn(__fsub_rn(vv, kv), bt);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -43,11 +64,27 @@ __device__ __forceinline__ float delta_column(float *s, int st, int kd, const fl
         asm volatile("griddepcontrol.launch_dependents;" ::"f"(delta) : "memory");
 #endif
     float oa = 0.0f;
+    if (KDT) { /* as above: sk and sq as float4 */
+        const float4 *sk4 = (const float4 *)sk, *sq4 = (const float4 *)sq;
 #pragma unroll
-    for (int dk = 0; dk < n; dk++) { /* rank-one update, then S^T q with the updated S */
-        const float t = __fadd_rn(s[dk * stride], __fmul_rn(sk[dk], delta));
-        s[dk * stride] = t;
-        oa = __fadd_rn(oa, __fmul_rn(t, sq[dk]));
+        for (int d4 = 0; d4 < n / 4; d4++) {
+            const float4 k4 = sk4[d4], q4 = sq4[d4];
+            const float kk[4] = {k4.x, k4.y, k4.z, k4.w}, qq[4] = {q4.x, q4.y, q4.z, q4.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int dk = 4 * d4 + j;
+                const float t = __fadd_rn(s[dk * stride], __fmul_rn(kk[j], delta));
+                s[dk * stride] = t;
+                oa = __fadd_rn(oa, __fmul_rn(t, qq[j]));
+            }
+        }
+    } else {
+#pragma unroll
+        for (int dk = 0; dk < n; dk++) { /* rank-one update, then S^T q with the updated S */
+            const float t = __fadd_rn(s[dk * stride], __fmul_rn(sk[dk], delta));
+            s[dk * stride] = t;
+            oa = __fadd_rn(oa, __fmul_rn(t, sq[dk]));
+        }
     }
     return oa;
 }
@@ -215,7 +252,8 @@ __global__ void __launch_bounds__(128) delta_step_trig_kernel(float *__restrict_
 __global__ void __launch_bounds__(128) gdn_step_kernel(const kc_gdn_step_args a)
 {
     extern __shared__ float4 gdn_S4[]; /* (kd * vd / 4) the head's S */
-    __shared__ float sq[128], sk[128], red[32];
+    __shared__ __align__(16) float sq[128], sk[128]; /* read as float4 by delta_column<128> */
+    __shared__ float red[32];
     const int t = threadIdx.x, r = a.vh / a.kh, j = blockIdx.x % r, hk = blockIdx.x / r, vi = hk + j * a.kh;
     const int C = a.C, K = a.K;
     kc_pdl_begin();
