@@ -307,10 +307,11 @@ static int bench_dtma(const float *x, kc_q8blk *xq, cudaStream_t st)
     CK(kc_quantize_q8(x, F, xq2, st));
     CK(cudaMemset(y, 0, D * 4));
     CK(cudaDeviceSynchronize());
-    const int kbs[4] = {200, 200, 227, 200}, loop[4] = {0, 1, 0, 2};
+    /* ki 4: the x-broadcast form with its stages as two column halves (q8t_bch) */
+    const int kbs[5] = {200, 200, 227, 200, 200}, loop[5] = {0, 1, 0, 2, 2}, bch[5] = {0, 0, 0, 0, 1};
     for (int sk = 0; sk < 4; sk++) {
         CK(cudaMemcpyToSymbol(g_q8t_skip, &sk, sizeof sk));
-        for (int ki = 0; ki < 4; ki++) {
+        for (int ki = 0; ki < 5; ki++) {
             double us;
             auto down = [&](int i) -> cudaError_t {
                 kc_mat d = dn[i % ncopy];
@@ -320,11 +321,13 @@ static int bench_dtma(const float *x, kc_q8blk *xq, cudaStream_t st)
                 float *Y[1] = {y};
                 return kc_matvec_q8(one, Y, 1, xq2, 1, st);
             };
+            kc_set_q8t_bch(bch[ki]);
             kc_set_pdl(1);
             if (time_batches(down, 3, st, &us)) return 1;
             kc_set_pdl(0);
-            printf("dtma\tdown_tma%d%s_skip%d\t-\t-\t%.2f\t%.0f\t%llu\n", kbs[ki],
-                   loop[ki] == 1 ? "_loop" : loop[ki] == 2 ? "_bc" : "", sk, us,
+            kc_set_q8t_bch(0);
+            printf("dtma\tdown_tma%d%s%s_skip%d\t-\t-\t%.2f\t%.0f\t%llu\n", kbs[ki],
+                   loop[ki] == 1 ? "_loop" : loop[ki] == 2 ? "_bc" : "", bch[ki] ? "_h" : "", sk, us,
                    bd / us / 1e3, (unsigned long long)bd);
         }
         double us;
@@ -576,12 +579,15 @@ static int bench_gdnwin(cudaStream_t st)
     return 0;
 }
 
-/* The FFN of a 27B layer (gate/up 17408 x 5120, down 5120 x 17408: 150 MB) six ways, each with
+/* The FFN of a 27B layer (gate/up 17408 x 5120, down 5120 x 17408: 150 MB) eight ways, each with
  * PDL (as in the engine's graph) and without: x-stationary SwiGLU, quantize_q8, streaming down with
  * the residual add; the same with the down projection on matvec_q8xs_kernel; the fused persistent
  * kernel (kc_ffn_q8); the engine's default launches (q8gemv=tma: the TMA SwiGLU quantising its
  * output, the TMA down projection); the FFN through one ring (kc_ffn_ring, ffn=ring) with 16 and
- * with 8 consumer warps. The six results are compared bit for bit. */
+ * with 8 consumer warps; the engine's default launches with the x-broadcast down projection (q8t_wu=2) with
+ * whole stages and with column halves (q8t_bch). The eight results are compared bit for bit. In the
+ * timeline records the x-broadcast kernel's third mark is its first stage released, the other TMA
+ * kernels' their first stage's wait passed. */
 static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
 {
     const int D = 5120, F = 17408;
@@ -604,17 +610,20 @@ static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
     CK(cudaMemset(cnt, 0, F / 32 * sizeof(unsigned int)));
     CK(kc_quantize_q8(x, D, xq, st));
     CK(cudaDeviceSynchronize());
-    const char *names[6] = {"ffn_split(swiglu_xs+quantize+down_stream)", "ffn_split(swiglu_xs+quantize+down_xs)",
-                            "ffn_fused", "ffn_split(swiglu_tma_quantising+down_tma)", "ffn_ring16", "ffn_ring8"};
-    std::vector<float> out[6];
-    for (int v = 0; v < 6; v++) {
+    const char *names[8] = {"ffn_split(swiglu_xs+quantize+down_stream)", "ffn_split(swiglu_xs+quantize+down_xs)",
+                            "ffn_fused", "ffn_split(swiglu_tma_quantising+down_tma)", "ffn_ring16", "ffn_ring8",
+                            "ffn_split(swiglu_tma_quantising+down_bc)", "ffn_split(swiglu_tma_quantising+down_bc_h)"};
+    std::vector<float> out[8];
+    for (int v = 0; v < 8; v++) {
         kc_set_ffn_ring_warps(v == 5 ? 8 : 16);
+        kc_set_q8t_bch(v == 7); /* the engine's down projection (q8t_wu=2): whole stages, column halves */
         auto run = [&](int c) -> cudaError_t {
             if (v == 2) return kc_ffn_q8(&g[c], &u[c], &dn[c], xq, ff, ffq, y, bar, st);
             if (v >= 3) {
                 kc_mat gt = g[c], ut = u[c], dt = dn[c];
                 gt.q8kind = ut.q8kind = dt.q8kind = 2;
-                if (v >= 4) return kc_ffn_ring(&gt, &ut, &dt, xq, ff, ffq, cnt, bar, y, st);
+                if (v >= 6) dt.q8t_wloop = 2;
+                if (v == 4 || v == 5) return kc_ffn_ring(&gt, &ut, &dt, xq, ff, ffq, cnt, bar, y, st);
                 const kc_mat *one[1] = {&dt};
                 float *Y[1] = {y};
                 cudaError_t e = kc_matvec_swiglu_q8(&gt, &ut, xq, ff, ffq, cnt, st);
@@ -648,6 +657,7 @@ static int bench_ffn(const float *x, kc_q8blk *xq, cudaStream_t st, int *fails)
         }
         if (v >= 3 && ffn_timeline(names[v], run, g[0].data, dn[0].data, st)) return 1;
     }
+    kc_set_q8t_bch(0);
     /* the streaming read of the same bytes' worth (the quants of the three matrices, copy by copy) */
     {
         double us;

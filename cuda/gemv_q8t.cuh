@@ -565,53 +565,131 @@ __global__ void __launch_bounds__(Q8T_THREADS, XS ? (NBL >= 8 ? 1 : 3) : 2) matv
  * operations in the same order as q8t_dot_xs_u: the same bits (test_kernels). The stage's rows and
  * scale rows are padded by 16 bytes so that the 8 rows of a warp-step fall on different banks, and x's
  * blocks by 16 bytes after every 8 (Q8BC_XOFF) so that the 4 blocks of a step do.
+ * H (option q8t_bch, PERF-NOTES v31): a stage's columns are two ring slots, k in [0, NBL/2) and
+ * [NBL/2, NBL) (blocks [0, 32 KH) and [32 KH, nb) of its 8 rows), each released after its part of the
+ * dot, so the producer refills half a stage while the other half's dots run (the SwiGLU's q8t_half, v29,
+ * for this kernel; the 27B's ring: 2 slots of 78 KB -> 4 of 42 KB). The same operations in the same order.
  * job.y[0] (rows,) [+]= W (rows, 32 nb) . x, xq (nb,) the q8 blocks of x; nb == 32 * NBL, one matrix
- * (job.n == 1), no tail or folded norm. Dynamic shared memory: Q8T_BAR_BYTES + ns * Q8BC_STAGE(nb) +
+ * (job.n == 1), no tail or folded norm. Dynamic shared memory: Q8T_BAR_BYTES + ns * q8bc_slot_bytes +
  * Q8BC_XBYTES(nb) + per * 256 (per: the most stages a block has). */
-#define Q8BC_QS(nb) ((size_t)(nb) * 16 + 16) /* a stage's quant row stride */
+#define Q8BC_QS(nb) ((size_t)(nb) * 16 + 16) /* a slot's quant row stride (nb: the slot's blocks per row) */
 #define Q8BC_DS(nb) ((size_t)(nb) * 2 + 16)  /* its scale row stride */
 #define Q8BC_STAGE(nb) (Q8T_ROWS * (Q8BC_QS(nb) + Q8BC_DS(nb)))
 #define Q8BC_XOFF(b) ((size_t)(b) * 48 + (size_t)((b) >> 3) * 16) /* x block b in shared memory */
 #define Q8BC_XBYTES(nb) Q8BC_XOFF(nb)
-template <int NBL>
+/* a ring slot's bytes: the whole stage, or (H) the larger of its two column halves */
+__host__ __device__ constexpr size_t q8bc_slot_bytes(int nbl, int h)
+{
+    return !h ? Q8BC_STAGE(32 * nbl)
+              : (Q8BC_STAGE(32 * (nbl / 2)) > Q8BC_STAGE(32 * (nbl - nbl / 2)) ? Q8BC_STAGE(32 * (nbl / 2))
+                                                                              : Q8BC_STAGE(32 * (nbl - nbl / 2)));
+}
+
+/* acc after k in [KB, KE) of the dot for this thread (row r of the slot st, dot lane l): q8t_dot_xs_u's
+ * chunks of Q8T_XS_CHUNK from KB, loads then dots; the slot holds blocks [32 KB, 32 KE) of its 8 rows. */
+template <int KB, int KE>
+__device__ __forceinline__ float q8bc_range(float acc, const unsigned char *st, int r, int l, const unsigned char *xsm)
+{
+    constexpr int nbs = 32 * (KE - KB);
+    const uint4 *q = (const uint4 *)(st + r * Q8BC_QS(nbs)) - 32 * KB;
+    const __half *d = (const __half *)(st + Q8T_ROWS * Q8BC_QS(nbs) + r * Q8BC_DS(nbs)) - 32 * KB;
+#pragma unroll
+    for (int k0 = KB; k0 < KE; k0 += Q8T_XS_CHUNK) {
+        uint4 w[Q8T_XS_CHUNK];
+        int4 xa[Q8T_XS_CHUNK], xb[Q8T_XS_CHUNK], xe[Q8T_XS_CHUNK];
+        __half dh[Q8T_XS_CHUNK];
+#pragma unroll
+        for (int i = 0; i < Q8T_XS_CHUNK; i++)
+            if (k0 + i < KE) {
+                const int b = l + 32 * (k0 + i);
+                const int4 *xv = (const int4 *)(xsm + Q8BC_XOFF(b));
+                w[i] = q[b];
+                dh[i] = d[b];
+                xa[i] = xv[0];
+                xb[i] = xv[1];
+                xe[i] = xv[2];
+            }
+#pragma unroll
+        for (int i = 0; i < Q8T_XS_CHUNK; i++)
+            if (k0 + i < KE) {
+                const int c = q4q8_block_dot(w[i], xa[i], xb[i], xe[i].y);
+                const float sc = __half2float(dh[i]) * __int_as_float(xe[i].x);
+                acc = acc + sc * (float)c;
+            }
+    }
+    return acc;
+}
+
+/* one stage's dot for this thread: its slot (or H its two slots, numbered i and i + 1 from the block's
+ * first), each waited for, dotted and released */
+template <int NBL, int H>
+__device__ __forceinline__ float q8bc_stage(const unsigned char *bars, const unsigned char *ring, size_t slot_bytes,
+                                            int ns, int i, int r, int l, const unsigned char *xsm)
+{
+    constexpr int KH = H ? NBL / 2 : NBL;
+    const int lane = threadIdx.x & 31;
+    float acc = 0.0f;
+    int s = i % ns;
+    mbar_wait(smem_addr(bars + 8 * s), (i / ns) & 1);
+    if (!Q8T_SKIP(2)) acc = q8bc_range<0, KH>(acc, ring + s * slot_bytes, r, l, xsm);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(smem_addr(bars + 8 * (Q8T_MAX_STAGES + s)));
+    if constexpr (H != 0) {
+        s = (i + 1) % ns;
+        mbar_wait(smem_addr(bars + 8 * s), ((i + 1) / ns) & 1);
+        if (!Q8T_SKIP(2)) acc = q8bc_range<KH, NBL>(acc, ring + s * slot_bytes, r, l, xsm);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(smem_addr(bars + 8 * (Q8T_MAX_STAGES + s)));
+    }
+    return acc;
+}
+
+template <int NBL, int H>
 __global__ void __launch_bounds__(Q8T_THREADS, 1) matvec_q8t_bc_kernel(const q8_job job, const kc_q8blk *__restrict__ xq,
                                                                       int ns)
 {
     extern __shared__ __align__(128) unsigned char q8t_smem[];
-    constexpr int nb = 32 * NBL;
+    Q8T_T(t_entry);
+    constexpr int nb = 32 * NBL, KH = H ? NBL / 2 : NBL;
+    constexpr size_t slot_bytes = q8bc_slot_bytes(NBL, H);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int total = job.gstart[1];
-    const size_t QS = Q8BC_QS(nb), DS = Q8BC_DS(nb), stage_bytes = Q8BC_STAGE(nb);
     int u0, u1;
     q8t_share((total + Q8T_ROWS - 1) / Q8T_ROWS, u0, u1);
     unsigned char *ring = q8t_smem + Q8T_BAR_BYTES;
-    unsigned char *xsm = ring + ns * stage_bytes;
+    unsigned char *xsm = ring + ns * slot_bytes;
     float *red = (float *)(xsm + Q8BC_XBYTES(nb)); /* (u1 - u0, 8 warps, 8 rows) */
     q8t_ring_init(q8t_smem, ns);
-    if (warp == Q8M_WARPS) { /* the producer: each row and its scales on their own (padded) */
+    if (warp == Q8M_WARPS) { /* the producer: each row (H: each half row) and its scales on their own (padded) */
         asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
         if (lane == 0)
             for (int u = u0; u < u1; u++) {
-                const int s = (u - u0) % ns, lap = (u - u0) / ns;
-                if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
                 const int r0 = u * Q8T_ROWS, r1 = r0 + Q8T_ROWS < total ? r0 + Q8T_ROWS : total;
-                const uint32_t bar = smem_addr(q8t_smem + 8 * s);
-                unsigned char *st = ring + s * stage_bytes;
-                if (Q8T_SKIP(1)) {
-                    mbar_arrive(bar);
-                    continue;
-                }
-                mbar_expect_tx(bar, (uint32_t)(r1 - r0) * (uint32_t)nb * 18u);
-                for (int r = r0; r < r1; r++) {
-                    bulk_g2s(smem_addr(st + (r - r0) * QS), (const unsigned char *)job.W[0].data + (size_t)r * nb * 16,
-                             (uint32_t)nb * 16, bar);
-                    bulk_g2s(smem_addr(st + Q8T_ROWS * QS + (r - r0) * DS), job.W[0].d + (size_t)r * nb,
-                             (uint32_t)nb * 2, bar);
+                for (int h = 0; h <= H; h++) {
+                    const int i = (H + 1) * (u - u0) + h, s = i % ns, lap = i / ns;
+                    if (lap) mbar_wait(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
+                    const uint32_t bar = smem_addr(q8t_smem + 8 * s);
+                    unsigned char *st = ring + s * slot_bytes;
+                    if (Q8T_SKIP(1)) {
+                        mbar_arrive(bar);
+                        continue;
+                    }
+                    const int kb = h ? KH : 0, ke = h || !H ? NBL : KH, nbs = 32 * (ke - kb);
+                    const size_t QS = Q8BC_QS(nbs), DS = Q8BC_DS(nbs);
+                    mbar_expect_tx(bar, (uint32_t)(r1 - r0) * (uint32_t)nbs * 18u);
+                    for (int r = r0; r < r1; r++) {
+                        bulk_g2s(smem_addr(st + (r - r0) * QS),
+                                 (const unsigned char *)job.W[0].data + ((size_t)r * nb + 32 * kb) * 16,
+                                 (uint32_t)nbs * 16, bar);
+                        bulk_g2s(smem_addr(st + Q8T_ROWS * QS + (r - r0) * DS), job.W[0].d + (size_t)r * nb + 32 * kb,
+                                 (uint32_t)nbs * 2, bar);
+                    }
                 }
             }
         return;
     }
     kc_pdl_begin();
+    Q8T_T(t_wait);
     /* the residual's old values of the block's rows (y: the predecessors' output, so after the wait),
      * one per thread, in flight during x's load and the first stage */
     const int nrows = (u1 - u0) * Q8T_ROWS;
@@ -634,41 +712,13 @@ __global__ void __launch_bounds__(Q8T_THREADS, 1) matvec_q8t_bc_kernel(const q8_
         asm volatile("bar.sync 1, %0;" ::"r"(32 * Q8M_WARPS) : "memory");
     }
     const int r = lane & 7, l = warp + 8 * (lane >> 3); /* this thread: row r of each stage, dot lane l */
+    unsigned long long t_first = 0;
     for (int u = u0; u < u1; u++) {
-        const int s = (u - u0) % ns, lap = (u - u0) / ns;
-        mbar_wait(smem_addr(q8t_smem + 8 * s), lap & 1);
-        const unsigned char *st = ring + s * stage_bytes;
-        const uint4 *q = (const uint4 *)(st + r * QS);
-        const __half *d = (const __half *)(st + Q8T_ROWS * QS + r * DS);
-        float acc = 0.0f;
-        if (!Q8T_SKIP(2)) {
-#pragma unroll
-            for (int k0 = 0; k0 < NBL; k0 += Q8T_XS_CHUNK) { /* q8t_dot_xs_u's chunks: loads, then dots */
-                uint4 w[Q8T_XS_CHUNK];
-                int4 xa[Q8T_XS_CHUNK], xb[Q8T_XS_CHUNK], xe[Q8T_XS_CHUNK];
-                __half dh[Q8T_XS_CHUNK];
-#pragma unroll
-                for (int i = 0; i < Q8T_XS_CHUNK; i++)
-                    if (k0 + i < NBL) {
-                        const int b = l + 32 * (k0 + i);
-                        const int4 *xv = (const int4 *)(xsm + Q8BC_XOFF(b));
-                        w[i] = q[b];
-                        dh[i] = d[b];
-                        xa[i] = xv[0];
-                        xb[i] = xv[1];
-                        xe[i] = xv[2];
-                    }
-#pragma unroll
-                for (int i = 0; i < Q8T_XS_CHUNK; i++)
-                    if (k0 + i < NBL) {
-                        const int c = q4q8_block_dot(w[i], xa[i], xb[i], xe[i].y);
-                        const float sc = __half2float(dh[i]) * __int_as_float(xe[i].x);
-                        acc = acc + sc * (float)c;
-                    }
-            }
-        }
-        __syncwarp();
-        if (lane == 0) mbar_arrive(smem_addr(q8t_smem + 8 * (Q8T_MAX_STAGES + s)));
+        const int i = (H + 1) * (u - u0);
+        float acc = q8bc_stage<NBL, H>(q8t_smem, ring, slot_bytes, ns, i, r, l, xsm);
+#ifdef KC_Q8T_DBG
+        if (u == u0 && threadIdx.x == 0) t_first = q8t_now(); /* the first stage's slots released */
+#endif
         acc += __shfl_xor_sync(0xffffffffu, acc, 16); /* warp_sum's first two steps: lane bits 4, 3 = l's */
         acc += __shfl_xor_sync(0xffffffffu, acc, 8);
         if (lane < 8) red[((u - u0) * Q8M_WARPS + warp) * 8 + r] = acc;
@@ -680,6 +730,8 @@ __global__ void __launch_bounds__(Q8T_THREADS, 1) matvec_q8t_bc_kernel(const q8_
         const float sum = (a0 + a2) + (a1 + a3);
         job.y[0][myrow] = job.accumulate ? yold + sum : sum;
     }
+    (void)t_first;
+    Q8T_REC(job.W[0].data, t_entry, t_wait, t_first);
 }
 
 /* The SwiGLU output's q8 groups of a block's stages [u0, u1) (rows u0*Q8T_ROWS .. of `rows`), once every

@@ -26,6 +26,8 @@ static __thread int g_carveout = -1; /* kc_set_carveout */
 void kc_set_carveout(int pct) { g_carveout = pct; }
 static __thread int g_q8t_half; /* kc_set_q8t_half */
 void kc_set_q8t_half(int on) { g_q8t_half = on; }
+static __thread int g_q8t_bch; /* kc_set_q8t_bch */
+void kc_set_q8t_bch(int on) { g_q8t_bch = on; }
 
 static __thread int *g_log, g_log_cap, *g_log_len, g_log_name; /* kc_set_launch_log */
 void kc_set_launch_log(int *log, int cap, int *len)
@@ -799,6 +801,17 @@ static cudaError_t q8t_setup_one(void)
     return e;
 }
 
+/* matvec_q8t_bc_kernel<NBL, *>: whole stages and column halves (option q8t_bch) */
+template <int NBL>
+static cudaError_t q8t_setup_bc(void)
+{
+    const int max = 227 * 1024;
+    cudaError_t e = cudaFuncSetAttribute(matvec_q8t_bc_kernel<NBL, 0>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(matvec_q8t_bc_kernel<NBL, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    return e;
+}
+
 /* the wide kernel (route 3) unrolled for NBL blocks per lane (q8t_dot_xs_u): the 9B's and the 27B's
  * down projection; other widths take matvec_q8t_kernel<1, 1> (a run-time loop) */
 static cudaError_t q8t_setup_wide(void)
@@ -807,10 +820,8 @@ static cudaError_t q8t_setup_wide(void)
     cudaError_t e = cudaFuncSetAttribute(matvec_q8t_kernel<12, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
     if (e == cudaSuccess)
         e = cudaFuncSetAttribute(matvec_q8t_kernel<17, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(matvec_q8t_bc_kernel<12>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(matvec_q8t_bc_kernel<17>, cudaFuncAttributeMaxDynamicSharedMemorySize, max);
+    if (e == cudaSuccess) e = q8t_setup_bc<12>();
+    if (e == cudaSuccess) e = q8t_setup_bc<17>();
     return e;
 }
 
@@ -901,16 +912,33 @@ static int q8t_wide_plan(const kc_mat *W, int rows, int *grid, int *ns, size_t *
 }
 
 /* option q8t_wu=2: the wide kernel's x-broadcast form (matvec_q8t_bc_kernel) for one matrix of 12 or 17
- * blocks per lane; its ring as q8t_wide_plan's, with padded stages, padded x and the partials' area */
-static int q8t_bc_plan(const kc_mat *W, int rows, int *grid, int *ns, size_t *smem)
+ * blocks per lane; its ring as q8t_wide_plan's, with padded slots (h, option q8t_bch: two column halves
+ * per stage, up to Q8T_MAX_STAGES slots), padded x and the partials' area */
+static int q8t_bc_plan(const kc_mat *W, int rows, int h, int *grid, int *ns, size_t *smem)
 {
     const int nb = W->cols / 32, kb = W->q8t_wkb ? W->q8t_wkb : Q8T_WIDE_KB, units = (rows + Q8T_ROWS - 1) / Q8T_ROWS;
     if (W->q8t_wloop != 2 || W->q8kind != 2 || kb <= 0 || (nb != 32 * 12 && nb != 32 * 17) || rows > 65536 ||
         !q8t_aligned(W) || (!g_q8t_sms && q8t_setup() != cudaSuccess))
         return 0;
     const int g = g_q8t_sms < units ? g_q8t_sms : units, per = (units + g - 1) / g;
-    return q8t_plan_in(units, Q8BC_STAGE(nb), kb, 1, Q8BC_XBYTES(nb) + (size_t)per * Q8M_WARPS * 8 * sizeof(float),
-                       grid, ns, smem);
+    const size_t extra = Q8BC_XBYTES(nb) + (size_t)per * Q8M_WARPS * 8 * sizeof(float);
+    /* q8t_plan_in caps the slots at the block's stages; with halves a stage is two */
+    if (!q8t_plan_in(h ? 2 * units : units, q8bc_slot_bytes(nb / 32, h != 0), kb, 1, extra, grid, ns, smem)) return 0;
+    *grid = g;
+    return 1;
+}
+
+#define Q8BC_LAUNCH(NBL, h, grid, smem, st, ...)                                                        \
+    do {                                                                                              \
+        if (h) kc_launch(matvec_q8t_bc_kernel<NBL, 1>, grid, Q8T_THREADS, smem, st, __VA_ARGS__);     \
+        else kc_launch(matvec_q8t_bc_kernel<NBL, 0>, grid, Q8T_THREADS, smem, st, __VA_ARGS__);       \
+    } while (0)
+
+int kc_q8_tma_bc_takes(const kc_mat *W, int h)
+{
+    int grid, ns;
+    size_t smem;
+    return q8t_bc_plan(W, W->rows, h, &grid, &ns, &smem) ? ns : 0;
 }
 
 int kc_q8_tma_swiglu_takes(const kc_mat *G, const kc_mat *U, int quantise)
@@ -1052,9 +1080,9 @@ cudaError_t kc_matvec_q8(const kc_mat *const *W, float *const *y, int n, const k
         for (int i = 0; i < n; i++) job.gstart[i + 1] = job.gstart[i] + W[i]->rows;
         for (int i = n; i < KC_Q8_MATS; i++) job.gstart[i + 1] = job.gstart[n];
     }
-    if (route == 3 && n == 1 && q8t_bc_plan(W[0], rows, &tgrid, &ns, &smem)) { /* q8t_wu=2: x read once per 8 rows */
-        if (W[0]->cols == 32 * 32 * 17) kc_launch(matvec_q8t_bc_kernel<17>, tgrid, Q8T_THREADS, smem, st, job, xq, ns);
-        else kc_launch(matvec_q8t_bc_kernel<12>, tgrid, Q8T_THREADS, smem, st, job, xq, ns);
+    if (route == 3 && n == 1 && q8t_bc_plan(W[0], rows, g_q8t_bch, &tgrid, &ns, &smem)) { /* q8t_wu=2: x read once per 8 rows */
+        if (W[0]->cols == 32 * 32 * 17) Q8BC_LAUNCH(17, g_q8t_bch, tgrid, smem, st, job, xq, ns);
+        else Q8BC_LAUNCH(12, g_q8t_bch, tgrid, smem, st, job, xq, ns);
         return cudaGetLastError();
     }
     if (route == 3) { /* the wide kernel: x in shared memory, weights by TMA */

@@ -87,6 +87,12 @@ void kc_set_carveout(int pct);
 /* Option q8t_half: the TMA SwiGLU's gate and up rows in separate ring slots (matvec_swiglu_q8t_kernel
  * HALF), where 2 ns <= Q8T_MAX_STAGES. Thread-local, as kc_set_pdl. */
 void kc_set_q8t_half(int on);
+/* Option q8t_bch: the x-broadcast down projection (matvec_q8t_bc_kernel) with each stage's columns as two
+ * ring slots, released one after the other. Same bits. Thread-local, as kc_set_pdl. */
+void kc_set_q8t_bch(int on);
+/* the ring slots matvec_q8t_bc_kernel takes W with (one matrix, q8t_wloop 2; h: column halves), 0 when it
+ * does not take W */
+int kc_q8_tma_bc_takes(const kc_mat *W, int h);
 
 /* Step trace (engine option profile=trace, the library built with -DKC_TRACE:
  * libkestrel-cuda-trace.so): every step kernel, as it passes its dependency wait (kc_pdl_begin),

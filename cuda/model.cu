@@ -848,6 +848,7 @@ static int step_body(kc_model *m, int want_logits, int capture)
     kc_set_pdl(m->pdl);
     kc_set_carveout(m->carveout);
     kc_set_q8t_half(m->q8t_half);
+    kc_set_q8t_bch(m->q8t_bch);
     m->step_logits = want_logits;
     m->norm_ready = 0;
     RUN("ctl_begin", kc_ctl_begin(m->ctl, m->tokens, st));

@@ -88,6 +88,7 @@ typedef struct kc_model {
     int norm_ready;           /* while issuing a step: the next RMS norm was computed by the last GEMV's tail */
     int carveout;             /* option carveout: kc_set_carveout for every step kernel (-1: the driver's) */
     int q8t_half;             /* option q8t_half: kc_set_q8t_half for every step */
+    int q8t_bch;              /* option q8t_bch: kc_set_q8t_bch for every step */
     int q8t_kb, q8t_sm, q8t_wkb, q8t_xs; /* options q8t_*: every matrix's kc_mat.q8t_* (q8t_wkb 0 -> -1: off) */
     int q8t_wu;               /* option q8t_wu: kc_mat.q8t_wloop 1 (0: the wide dot's run-time loop), 0 (1), 2 (2: x broadcast) */
     int q8t_okb, q8t_osm;     /* options q8t_okb, q8t_osm: the out projections' ring (kc_mat.q8t_kb, q8t_sm) */

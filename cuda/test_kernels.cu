@@ -515,7 +515,7 @@ static void test_q8(void)
             kc_mat Gt = W[0];
             Gt.q8kind = 2;
             const int sw = kc_q8_tma_swiglu_takes(&Gt, &Up, 0); /* x-stationary widths only */
-            size_t u1 = 0, ua = 0, u3 = 0, us = 0, uq = 0;
+            size_t u1 = 0, ua = 0, u3 = 0, us = 0, uq = 0, bc_slots = 0, bc_missed = 0;
             const int r32 = rows / 32 * 32 > 0 ? rows / 32 * 32 : 32; /* the quantising SwiGLU: rows % 32 == 0 */
             kc_mat G32 = W[0], U32 = Up;
             G32.rows = U32.rows = r32;
@@ -531,14 +531,30 @@ static void test_q8(void)
                 W[0].q8kind = 2;
                 for (int i = 0; i < 3; i++) W[i].q8t_wloop = (int)(c % 3); /* wide: unrolled, run-time loop, x broadcast */
                 const kc_mat *one[1] = {&W[0]}, *three[3] = {&W[0], &W[1], &W[2]};
-                poison(dy[0], rows * 4);
-                T_CK(kc_matvec_q8(one, dy, 1, dxq, 0, 0));
-                get_f(got, dy[0], rows);
-                u1 += n_unequal(got, ref[0], rows);
-                T_CK(cudaMemcpy(dy[0], y0, rows * 4, cudaMemcpyHostToDevice));
-                T_CK(kc_matvec_q8(one, dy, 1, dxq, 1, 0));
-                get_f(got, dy[0], rows);
-                ua += n_unequal(got, acc, rows);
+                /* x broadcast (c % 3 == 2, its widths): whole stages and column halves (option q8t_bch), each
+                 * with the 200 KB ring and with 112 KB (the 27B: one stage, or two half-stage slots) */
+                const int nbc = c % 3 == 2 && (cols == 32 * 32 * 12 || cols == 32 * 32 * 17) ? 4 : 1;
+                for (int bc = 0; bc < nbc; bc++) {
+                    kc_set_q8t_bch(bc & 1);
+                    W[0].q8t_wkb = bc >= 2 ? 112 : 0;
+                    if (nbc > 1) { /* the form must take the matrix (the wide kernel would give the same bits) */
+                        kc_mat Wb = W[0];
+                        Wb.q8kind = 2;
+                        const int slots = kc_q8_tma_bc_takes(&Wb, bc & 1);
+                        bc_slots += (size_t)slots;
+                        bc_missed += slots == 0;
+                    }
+                    poison(dy[0], rows * 4);
+                    T_CK(kc_matvec_q8(one, dy, 1, dxq, 0, 0));
+                    get_f(got, dy[0], rows);
+                    u1 += n_unequal(got, ref[0], rows);
+                    T_CK(cudaMemcpy(dy[0], y0, rows * 4, cudaMemcpyHostToDevice));
+                    T_CK(kc_matvec_q8(one, dy, 1, dxq, 1, 0));
+                    get_f(got, dy[0], rows);
+                    ua += n_unequal(got, acc, rows);
+                }
+                kc_set_q8t_bch(0);
+                W[0].q8t_wkb = 0;
                 for (int i = 0; i < 3; i++) poison(dy[i], wr[i] * 4);
                 T_CK(kc_matvec_q8(three, dy, 3, dxq, 0, 0));
                 for (int i = 0; i < 3; i++) {
@@ -582,15 +598,17 @@ static void test_q8(void)
             free(sq);
             cudaFree(dsq);
             cudaFree(dcnt);
-            ok(u1 + ua + u3 + us == 0,
+            ok(u1 + ua + u3 + us + bc_missed == 0,
                "bitexact matvec_q8 %dx%d q8gemv=tma%s vs CPU twin: "
-               "one matrix %zu, accumulate %zu, 3 matrices %zu unequal; SwiGLU vs the x-stationary kernel %zu unequal%s",
+               "one matrix %zu, accumulate %zu, 3 matrices %zu unequal; SwiGLU vs the x-stationary kernel %zu unequal%s; "
+               "x-broadcast forms not taken %zu (ring slots over its runs %zu)",
                rows, cols,
                kc_q8_stationary(&probe) ? " (rings of 100, 24, 48, 227, 40 KB, 1-3 blocks per SM, x in registers; 64 KB x 3, 24 KB x 1, x in shared memory)"
                                         : " wide (x in shared memory, a 200 KB ring, one block per SM; the dot unrolled "
                                           "for 12 or 17 blocks per lane, as the run-time loop, and one matrix with x "
-                                          "read once per 8 rows (q8t_wu=2) where 12 or 17 blocks per lane fill the row)",
-               u1, ua, u3, us, sw ? "" : " (n/a)");
+                                          "read once per 8 rows (q8t_wu=2) where 12 or 17 blocks per lane fill the row, its stages whole "
+                                          "and as two column halves (q8t_bch), rings of 200 and 112 KB)",
+               u1, ua, u3, us, sw ? "" : " (n/a)", bc_missed, bc_slots);
             free(sx);
             free(acc);
         }

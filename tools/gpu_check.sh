@@ -41,6 +41,8 @@
 #      gdn_prep's conv weights before its wait (prep_early=2, the default) against 0 and 1; attn_prep's norm
 #      weight and RoPE frequency before its wait (attn_early=1, the default) against 0; the SwiGLU's gate and up
 #      rows in separate ring slots (q8t_half=1, the default) against 0 (also with pdl=0, and with rms_fold=ffn);
+#      the down projection's stages as two column halves (q8t_bch=1, the default) against 0, also with pdl=0 and
+#      graph=0;
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -297,7 +299,11 @@ run_checks() {
     same_bits "$w27" "" "q8t_half=0" || all=1
     same_bits "$w27" "pdl=0" "pdl=0,q8t_half=0" || all=1
     same_bits "$w27" "rms_fold=ffn" "rms_fold=ffn,q8t_half=0" || all=1
-    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf, prep_early, attn_early, q8t_half" $all
+    note "- q8t_bch (the down projection's stages as two column halves): the default (1) vs 0, also with pdl=0 and graph=0"
+    same_bits "$w27" "" "q8t_bch=0" || all=1
+    same_bits "$w27" "pdl=0" "pdl=0,q8t_bch=0" || all=1
+    same_bits "$w27" "graph=0" "graph=0,q8t_bch=0" || all=1
+    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf, prep_early, attn_early, q8t_half, q8t_bch" $all
     rm -f "$w27"
 
     # profile=trace is a build of its own (kernels with the marks): the default library refuses it
