@@ -922,7 +922,7 @@ static int q8t_bc_plan(const kc_mat *W, int rows, int h, int *grid, int *ns, siz
         return 0;
     const int g = g_q8t_sms < units ? g_q8t_sms : units, per = (units + g - 1) / g;
     const size_t extra = Q8BC_XBYTES(nb) + (size_t)per * Q8M_WARPS * 8 * sizeof(float);
-    /* q8t_plan_in caps the slots at the block's stages; with halves a stage is two */
+    /* with halves a stage is two slots (q8t_plan_in caps them at a block's; 1 where 2 units <= SMs) */
     if (!q8t_plan_in(h ? 2 * units : units, q8bc_slot_bytes(nb / 32, h != 0), kb, 1, extra, grid, ns, smem)) return 0;
     *grid = g;
     return 1;
