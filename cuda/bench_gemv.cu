@@ -280,7 +280,7 @@ static void ffn_mats_free(ffn_mats *M)
 /* The 27B FFN's two TMA GEMVs alone, back to back under PDL as in the step: the down projection (the
  * wide kernel, x in shared memory, one block per SM) at ring sizes 200 (the default: 2 stages of 8
  * rows) with its dot unrolled (q8t_dot_xs_u), as the run-time loop (q8t_wloop 1) and with x read once per 8
- * rows (q8t_wloop 2, matvec_q8t_bc_kernel), and 227 KB, and the SwiGLU (quantising its output, 2 blocks of 100 KB per SM), each with
+ * rows (q8t_wloop 2, matvec_q8t_bc_kernel; its stages whole, and as two column halves: q8t_bch), and 227 KB, and the SwiGLU (quantising its output, 2 blocks of 100 KB per SM), each with
  * phases left out (timing only, g_q8t_skip): 1 no bulk copies (the consumers' arithmetic alone), 2
  * no dots (the ring's streaming alone), 3 neither (the kernel's skeleton). Which of the two paces the
  * GEMV after its dependency wait (PERF-NOTES v18 row 2). */
