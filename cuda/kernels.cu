@@ -2233,10 +2233,13 @@ __global__ void attention_split_kernel(const float *q, const float *kc,
  * V rows start at kb, vb (row stride rs); lane l holds dims 4l + 128j (j < HD4) of q (qv) and of the
  * rows, loads 16/HD4 rows of K and V at once (one round trip per gs * 16/HD4 positions) and keeps an
  * online softmax: the max score m, l = sum exp(score - m) and acc = sum exp(score - m) v (its dims). */
-template <int HD4>
+/* LAST (attention_short_prep_kernel): the last position's K and V rows from kl, vl (this block's shared
+ * memory: the rows it has just normed and rotated) instead of the cache */
+template <int HD4, bool LAST = false>
 __device__ __forceinline__ void attn_short_scan(const float4 (&qv)[HD4], const float *kb, const float *vb, size_t rs,
                                                 int n, int g0, int gs, float scale, float &m, float &l,
-                                                float4 (&acc)[HD4])
+                                                float4 (&acc)[HD4], const float *kl = nullptr,
+                                                const float *vl = nullptr)
 {
     constexpr int AS_ROWS = 16 / HD4; /* rows per warp per round trip: 2 * 16 float4 of K and V per lane */
     const int lane = threadIdx.x & 31;
@@ -2252,8 +2255,10 @@ __device__ __forceinline__ void attn_short_scan(const float4 (&qv)[HD4], const f
             if (t < n) {
 #pragma unroll
                 for (int j = 0; j < HD4; j++) {
-                    kr[i][j] = ((const float4 *)(kb + (size_t)t * rs))[lane + 32 * j];
-                    vr[i][j] = ((const float4 *)(vb + (size_t)t * rs))[lane + 32 * j];
+                    kr[i][j] = LAST && t == n - 1 ? ((const float4 *)kl)[lane + 32 * j]
+                                                  : ((const float4 *)(kb + (size_t)t * rs))[lane + 32 * j];
+                    vr[i][j] = LAST && t == n - 1 ? ((const float4 *)vl)[lane + 32 * j]
+                                                  : ((const float4 *)(vb + (size_t)t * rs))[lane + 32 * j];
                 }
             }
         }
@@ -2348,6 +2353,30 @@ __device__ __forceinline__ float attn_short_merge_warps(float *sm, float *wm, fl
     return M;
 }
 
+/* attention_short's end: the warps merged (attn_short_merge_warps), then this thread's output dims d =
+ * threadIdx.x + 256 i of head h: normalised, gated by gv[i], written (and quantised into oq) */
+template <int HD4>
+__device__ __forceinline__ void attn_short_finish(float *sm, float *wm, float *wl, int hd, float m, float l,
+                                                  const float4 (&acc)[HD4], const float (&gv)[HD4 > 2 ? 2 : 1], int h,
+                                                  float *__restrict__ out, kc_q8blk *__restrict__ oq)
+{
+    float ew[AS_WARPS], L;
+    attn_short_merge_warps<HD4>(sm, wm, wl, hd, m, l, acc, ew, L);
+    const float inv = 1.0f / L;
+#pragma unroll
+    for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
+        const int d = threadIdx.x + ATTN_THREADS * i;
+        if (d < hd) { /* warp-uniform: hd % 32 == 0 */
+            float a = 0.0f;
+#pragma unroll
+            for (int w = 0; w < AS_WARPS; w++) a += ew[w] * sm[(size_t)w * hd + d];
+            const float o = a * inv * (1.0f / (1.0f + expf(-gv[i])));
+            out[(size_t)h * hd + d] = o;
+            if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
+        }
+    }
+}
+
 template <int HD4>
 __global__ void __launch_bounds__(ATTN_THREADS) attention_short_kernel(const float *q, const float *kc,
                                                                        const float *vc, const float *gate, int gs,
@@ -2367,21 +2396,96 @@ __global__ void __launch_bounds__(ATTN_THREADS) attention_short_kernel(const flo
     float l, m;
     float4 acc[HD4];
     attn_short_scan<HD4>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, rs, n, wid, AS_WARPS, scale, m, l, acc);
-    float ew[AS_WARPS], L;
-    attn_short_merge_warps<HD4>(sm, wm, wl, hd, m, l, acc, ew, L);
-    const float inv = 1.0f / L;
-#pragma unroll
-    for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
-        const int d = threadIdx.x + ATTN_THREADS * i;
-        if (d < hd) { /* warp-uniform: hd % 32 == 0 */
-            float a = 0.0f;
-#pragma unroll
-            for (int w = 0; w < AS_WARPS; w++) a += ew[w] * sm[(size_t)w * hd + d];
-            const float o = a * inv * (1.0f / (1.0f + expf(-gv[i])));
-            out[(size_t)h * hd + d] = o;
-            if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
-        }
+    attn_short_finish<HD4>(sm, wm, wl, hd, m, l, acc, gv, h, out, oq);
+}
+
+/* attn_prep folded into the short attention (option attn_fuse, PERF-NOTES v32), after the PDL wait: q head h
+ * and its kv head's k row normed (wq, wk: the thread's norm weights) and rotated (f_pre: the thread's RoPE
+ * frequency) with attn_prep's arithmetic (the same element per thread and block_sum tree where hd <=
+ * ATTN_THREADS, the same RoPE expressions) into rq, rk (hd,) and v into rv (hd,), all shared; with `append`
+ * k and v also into the caches at *pos (once per kv head: no block reads that row from the cache this step).
+ * gv[0]: the gate of output dim threadIdx.x (0 unless `gate`). Returns *pos. */
+__device__ __forceinline__ int attn_prep_rows(const float *qg, const float *ak, const float *av, float wq, float wk,
+                                              float f_pre, float *rq, float *rk, float *rv, float *sh, float *kc,
+                                              float *vc, int h, int kvh, int nkv, int hd, int rd, float eps,
+                                              const int32_t *pos, bool append, bool gate, float &gv)
+{
+    const int tx = (int)threadIdx.x, half = rd / 2;
+    const float xq = tx < hd ? qg[(size_t)h * 2 * hd + tx] : 0.0f, xk = tx < hd ? ak[(size_t)kvh * hd + tx] : 0.0f;
+    const float xv = tx < hd ? av[(size_t)kvh * hd + tx] : 0.0f;
+    gv = gate && tx < hd ? qg[(size_t)h * 2 * hd + hd + tx] : 0.0f;
+    const int p = *pos;
+    float ss = 0.0f; /* attn_prep: one element per thread (hd <= ATTN_THREADS), then block_sum */
+    if (tx < hd) ss += xq * xq;
+    ss = block_sum(ss, sh);
+    const float invq = rsqrtf(ss / (float)hd + eps);
+    ss = 0.0f;
+    if (tx < hd) ss += xk * xk;
+    ss = block_sum(ss, sh);
+    const float invk = rsqrtf(ss / (float)hd + eps);
+    if (tx < hd) {
+        rq[tx] = xq * invq * wq;
+        rk[tx] = xk * invk * wk;
+        rv[tx] = xv;
     }
+    __syncthreads();
+    if (tx < half) {
+        const float ang = (float)p * f_pre;
+        float sn, cs;
+        sincosf(ang, &sn, &cs);
+        float a = rq[tx], b = rq[tx + half];
+        rq[tx] = a * cs - b * sn;
+        rq[tx + half] = b * cs + a * sn;
+        a = rk[tx];
+        b = rk[tx + half];
+        rk[tx] = a * cs - b * sn;
+        rk[tx + half] = b * cs + a * sn;
+    }
+    __syncthreads();
+    if (append && tx < hd) {
+        const size_t c = (size_t)p * nkv * hd + (size_t)kvh * hd + tx;
+        kc[c] = rk[tx];
+        vc[c] = rv[tx];
+    }
+    return p;
+}
+
+/* the norm weights and the RoPE frequency of this thread, before the PDL wait (weights and launch constants) */
+#define ATTN_PREP_EARLY()                                                                                  \
+    const float wq = (int)threadIdx.x < hd ? __ldg(qnw + threadIdx.x) : 0.0f;                               \
+    const float wk = (int)threadIdx.x < hd ? __ldg(knw + threadIdx.x) : 0.0f;                               \
+    float f_pre = (int)threadIdx.x < rd / 2 ? rope_inv_freq(base, (int)threadIdx.x, rd) : 0.0f;            \
+    asm volatile("" : "+f"(f_pre))
+
+/* attn_prep + attention_short in ONE launch (option attn_fuse bit 1): block h (q head h) takes its q, k and
+ * v rows from attn_prep_rows and the current position's K and V from them (attn_short_scan LAST), then
+ * attends as attention_short. Why: attn_prep's launch is a dependency of its own between the q/k/v GEMV
+ * and the attention (trace: ~5.4 us per attention layer, 0.086 ms per 27B token), during which the out
+ * projection's 18 MB preload has little to overlap. Same bits as attn_prep + attention_short.
+ * hd 128 or 256; dynamic smem: (AS_WARPS + 3) * hd floats. */
+template <int HD4>
+__global__ void __launch_bounds__(ATTN_THREADS) attention_short_prep_kernel(
+    const float *qg, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *__restrict__ kc, float *__restrict__ vc, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nh,
+    int nkv, int hd, int rd, float base, float eps, float scale, const int32_t *pos)
+{
+    extern __shared__ float sm[]; /* (AS_WARPS, hd) the warps' accumulators, then q, k and v rows (3, hd) */
+    __shared__ float wm[AS_WARPS], wl[AS_WARPS], sh[32];
+    const int h = blockIdx.x, grp = nh / nkv, kvh = h / grp, wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float *rq = sm + (size_t)AS_WARPS * hd, *rk = rq + hd, *rv = rk + hd;
+    ATTN_PREP_EARLY();
+    kc_pdl_begin();
+    float gv[HD4 > 2 ? 2 : 1];
+    const int p = attn_prep_rows(qg, ak, av, wq, wk, f_pre, rq, rk, rv, sh, kc, vc, h, kvh, nkv, hd, rd, eps, pos,
+                                 h % grp == 0, true, gv[0]);
+    float4 qv[HD4];
+#pragma unroll
+    for (int j = 0; j < HD4; j++) qv[j] = ((const float4 *)rq)[lane + 32 * j];
+    float l, m;
+    float4 acc[HD4];
+    attn_short_scan<HD4, true>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, (size_t)nkv * hd, p + 1, wid,
+                               AS_WARPS, scale, m, l, acc, rk, rv);
+    attn_short_finish<HD4>(sm, wm, wl, hd, m, l, acc, gv, h, out, oq);
 }
 
 /* attention_short over a thread-block cluster of C blocks per q head (option attn_cl, C =
@@ -2410,31 +2514,16 @@ __device__ __forceinline__ void cluster_sync_all(void)
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
+/* attention_short_cl's end: the block's warps merged (max M_b, sum L_b, accumulator a_b in sm after the
+ * warps'), a cluster barrier, block 0 (rank) merges the C blocks through distributed shared memory, gates by
+ * gv and writes (and quantises) head h's output; a second barrier keeps every block's shared memory alive
+ * until block 0 has read it. sm (AS_WARPS + 1, hd), wm, wl (AS_WARPS,), bml (2,): shared. */
 template <int HD4>
-__global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_kernel(const float *q, const float *kc,
-                                                                          const float *vc, const float *gate, int gs,
-                                                                          float *__restrict__ out,
-                                                                          kc_q8blk *__restrict__ oq, int nh, int nkv,
-                                                                          int hd, float scale, const int32_t *pos)
+__device__ __forceinline__ void attn_short_cl_finish(float *sm, float *wm, float *wl, float *bml, int hd, float m,
+                                                     float l, const float4 (&acc)[HD4],
+                                                     const float (&gv)[HD4 > 2 ? 2 : 1], unsigned rank, unsigned C,
+                                                     int h, float *__restrict__ out, kc_q8blk *__restrict__ oq)
 {
-    kc_pdl_begin();
-    const int n = *pos + 1;
-    extern __shared__ float sm[]; /* (AS_WARPS + 1, hd): the warps' accumulators, then the block's */
-    __shared__ float wm[AS_WARPS], wl[AS_WARPS], bml[2];
-    unsigned rank = 0, C = 1;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(C));
-#endif
-    const int h = blockIdx.x / (int)C, kvh = h / (nh / nkv), wid = threadIdx.x >> 5;
-    const size_t rs = (size_t)nkv * hd; /* cache row stride */
-    float4 qv[HD4];
-    float gv[HD4 > 2 ? 2 : 1]; /* block 0 only applies the gate */
-    attn_short_load_q_gate<HD4>(q, gate, gs, h, hd, rank, qv, gv);
-    float l, m;
-    float4 acc[HD4];
-    attn_short_scan<HD4>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, rs, n, (int)rank * AS_WARPS + wid,
-                         AS_WARPS * (int)C, scale, m, l, acc);
     float ew[AS_WARPS], Lb;
     const float Mb = attn_short_merge_warps<HD4>(sm, wm, wl, hd, m, l, acc, ew, Lb);
     float *ab = sm + (size_t)AS_WARPS * hd; /* (hd,) the block's accumulator */
@@ -2479,6 +2568,70 @@ __global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_kernel(const 
         }
     }
     cluster_sync_all(); /* block 0 has read every block's shared memory */
+
+}
+
+template <int HD4>
+__global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_kernel(const float *q, const float *kc,
+                                                                          const float *vc, const float *gate, int gs,
+                                                                          float *__restrict__ out,
+                                                                          kc_q8blk *__restrict__ oq, int nh, int nkv,
+                                                                          int hd, float scale, const int32_t *pos)
+{
+    kc_pdl_begin();
+    const int n = *pos + 1;
+    extern __shared__ float sm[]; /* (AS_WARPS + 1, hd): the warps' accumulators, then the block's */
+    __shared__ float wm[AS_WARPS], wl[AS_WARPS], bml[2];
+    unsigned rank = 0, C = 1;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(C));
+#endif
+    const int h = blockIdx.x / (int)C, kvh = h / (nh / nkv), wid = threadIdx.x >> 5;
+    const size_t rs = (size_t)nkv * hd; /* cache row stride */
+    float4 qv[HD4];
+    float gv[HD4 > 2 ? 2 : 1]; /* block 0 only applies the gate */
+    attn_short_load_q_gate<HD4>(q, gate, gs, h, hd, rank, qv, gv);
+    float l, m;
+    float4 acc[HD4];
+    attn_short_scan<HD4>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, rs, n, (int)rank * AS_WARPS + wid,
+                         AS_WARPS * (int)C, scale, m, l, acc);
+    attn_short_cl_finish<HD4>(sm, wm, wl, bml, hd, m, l, acc, gv, rank, C, h, out, oq);
+}
+
+/* attn_prep + attention_short_cl in ONE launch (option attn_fuse bit 2): every block of q head h's cluster
+ * takes the rows from attn_prep_rows (block 0 of the first q head of each kv head appends them), the block
+ * that scans the current position takes its K and V from them, then as attention_short_cl. Same bits as
+ * attn_prep + attention_short_cl. hd 128 or 256; grid nh*C, cluster C; dynamic smem: (AS_WARPS + 4) * hd
+ * floats. */
+template <int HD4>
+__global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_prep_kernel(
+    const float *qg, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *__restrict__ kc, float *__restrict__ vc, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nh,
+    int nkv, int hd, int rd, float base, float eps, float scale, const int32_t *pos)
+{
+    extern __shared__ float sm[]; /* (AS_WARPS + 1, hd) as attention_short_cl, then q, k and v rows (3, hd) */
+    __shared__ float wm[AS_WARPS], wl[AS_WARPS], bml[2], sh[32];
+    unsigned rank = 0, C = 1;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(C));
+#endif
+    const int h = blockIdx.x / (int)C, grp = nh / nkv, kvh = h / grp, wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    float *rq = sm + (size_t)(AS_WARPS + 1) * hd, *rk = rq + hd, *rv = rk + hd;
+    ATTN_PREP_EARLY();
+    kc_pdl_begin();
+    float gv[HD4 > 2 ? 2 : 1]; /* block 0 only applies the gate */
+    const int p = attn_prep_rows(qg, ak, av, wq, wk, f_pre, rq, rk, rv, sh, kc, vc, h, kvh, nkv, hd, rd, eps, pos,
+                                 h % grp == 0 && rank == 0, rank == 0, gv[0]);
+    float4 qv[HD4];
+#pragma unroll
+    for (int j = 0; j < HD4; j++) qv[j] = ((const float4 *)rq)[lane + 32 * j];
+    float l, m;
+    float4 acc[HD4];
+    attn_short_scan<HD4, true>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, (size_t)nkv * hd, p + 1,
+                               (int)rank * AS_WARPS + wid, AS_WARPS * (int)C, scale, m, l, acc, rk, rv);
+    attn_short_cl_finish<HD4>(sm, wm, wl, bml, hd, m, l, acc, gv, rank, C, h, out, oq);
 }
 
 /* The same split attention with one block per (kv head, split) for all G = nh/nkv q-heads that share
@@ -2795,6 +2948,44 @@ cudaError_t kc_attention_short(const float *q, const float *kc, const float *vc,
     else
         kc_launch(attention_short_kernel<4>, nh, ATTN_THREADS, smem, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd,
                   scale, pos);
+    return cudaGetLastError();
+}
+
+int kc_attention_short_prep_ok(int nh, int nkv, int hd, int rd)
+{
+    return kc_attention_short_ok(nh, nkv, hd) && hd <= ATTN_THREADS && rd >= 0 && rd <= hd && rd % 2 == 0;
+}
+
+cudaError_t kc_attention_short_prep(const float *qg, const float *ak, const float *av, const float *qnw,
+                                    const float *knw, float *kc, float *vc, float *out, kc_q8blk *oq, int nh, int nkv,
+                                    int hd, int rd, float base, float eps, float scale, const int32_t *pos,
+                                    cudaStream_t st)
+{
+    if (!kc_attention_short_prep_ok(nh, nkv, hd, rd)) return cudaErrorInvalidValue;
+    const size_t smem = (size_t)(AS_WARPS + 3) * hd * sizeof(float);
+    if (hd == 128)
+        kc_launch(attention_short_prep_kernel<1>, nh, ATTN_THREADS, smem, st, qg, ak, av, qnw, knw, kc, vc, out, oq, nh,
+                  nkv, hd, rd, base, eps, scale, pos);
+    else
+        kc_launch(attention_short_prep_kernel<2>, nh, ATTN_THREADS, smem, st, qg, ak, av, qnw, knw, kc, vc, out, oq, nh,
+                  nkv, hd, rd, base, eps, scale, pos);
+    return cudaGetLastError();
+}
+
+cudaError_t kc_attention_short_cl_prep(const float *qg, const float *ak, const float *av, const float *qnw,
+                                       const float *knw, float *kc, float *vc, float *out, kc_q8blk *oq, int nh,
+                                       int nkv, int hd, int csize, int rd, float base, float eps, float scale,
+                                       const int32_t *pos, cudaStream_t st)
+{
+    if (!kc_attention_short_prep_ok(nh, nkv, hd, rd) || csize < 2 || csize > AS_CL_MAX) return cudaErrorInvalidValue;
+    const size_t smem = (size_t)(AS_WARPS + 4) * hd * sizeof(float);
+    const dim3 grid((unsigned)(nh * csize));
+    if (hd == 128)
+        kc_launch_cluster(attention_short_cl_prep_kernel<1>, grid, ATTN_THREADS, smem, csize, st, qg, ak, av, qnw, knw,
+                          kc, vc, out, oq, nh, nkv, hd, rd, base, eps, scale, pos);
+    else
+        kc_launch_cluster(attention_short_cl_prep_kernel<2>, grid, ATTN_THREADS, smem, csize, st, qg, ak, av, qnw, knw,
+                          kc, vc, out, oq, nh, nkv, hd, rd, base, eps, scale, pos);
     return cudaGetLastError();
 }
 

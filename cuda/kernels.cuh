@@ -425,6 +425,23 @@ int kc_attention_short_ok(int nh, int nkv, int hd);
 cudaError_t kc_attention_short(const float *q, const float *kc, const float *vc, const float *gate, int gs,
                                float *out, kc_q8blk *oq, int nh, int nkv, int hd, float scale, const int32_t *pos,
                                cudaStream_t st);
+/* kc_attn_prep and kc_attention_short in ONE launch (option attn_fuse): qg (nh, 2, hd) the raw q heads
+ * and their gates, ak, av (nkv, hd) the raw k and v rows; q and k normed (qnw, knw (hd,)) and rotated
+ * (rope_dim rd, base) in each q head's block, k and v appended to the caches at *pos, then the attention
+ * over positions 0..*pos as kc_attention_short (scale), out (nh, hd) and oq as there. ak is not written
+ * (kc_attn_prep norms it in place). Same bits as kc_attn_prep + kc_attention_short.
+ * kc_attention_short_prep_ok: as kc_attention_short_ok, hd <= 256, rd even and <= hd. */
+int kc_attention_short_prep_ok(int nh, int nkv, int hd, int rd);
+cudaError_t kc_attention_short_prep(const float *qg, const float *ak, const float *av, const float *qnw,
+                                    const float *knw, float *kc, float *vc, float *out, kc_q8blk *oq, int nh, int nkv,
+                                    int hd, int rd, float base, float eps, float scale, const int32_t *pos,
+                                    cudaStream_t st);
+/* kc_attention_short_prep over a cluster of csize (2..8) blocks per q head (option attn_fuse bit 2): the
+ * same as kc_attn_prep + kc_attention_short_cl, bit for bit. */
+cudaError_t kc_attention_short_cl_prep(const float *qg, const float *ak, const float *av, const float *qnw,
+                                       const float *knw, float *kc, float *vc, float *out, kc_q8blk *oq, int nh,
+                                       int nkv, int hd, int csize, int rd, float base, float eps, float scale,
+                                       const int32_t *pos, cudaStream_t st);
 /* kc_attention_short over a thread-block cluster of csize (2..8) blocks per q head (option attn_cl):
  * each block scans every csize-th group of 8 positions, block 0 merges the blocks through distributed
  * shared memory. Same arguments; within rounding of kc_attention. */

@@ -737,15 +737,30 @@ int kc_layer_step(kc_model *m, int l)
             if (gemv_set(m, "matvec", W, Y, 1, m->xn, NULL, 0, NULL)) goto cleanup;
             if (gemv_set(m, "matvec2", W + 1, Y + 1, 2, m->xn, NULL, 0, NULL)) goto cleanup;
         }
-        /* q/k norms, RoPE and the KV append: one launch (bit-identical to the five) */
-        RUN("attn_prep", kc_attn_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, m->aq, kc, vc, d->nh, d->nkv, hd,
-                                      d->rope_dim, d->rope_base, d->eps, &m->ctl->pos, m->attn_early, st));
+        /* q/k norms, RoPE and the KV append: one launch (bit-identical to the five), or (attn_fuse) inside the
+         * short attention's own launch, one block (bit 1) or a cluster (bit 2) per q head */
+        const int fuse = ((m->attn_fuse & 1) && m->attn_short_step == 1) ||
+                         ((m->attn_fuse & 2) && m->attn_short_step == 2);
+        const int fuse_ok = fuse && kc_attention_short_prep_ok(d->nh, d->nkv, hd, d->rope_dim);
+        if (!fuse_ok)
+            RUN("attn_prep", kc_attn_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, m->aq, kc, vc, d->nh, d->nkv, hd,
+                                          d->rope_dim, d->rope_base, d->eps, &m->ctl->pos, m->attn_early, st));
         /* one block per q head up to attn_short positions, a cluster of attn_clsize blocks per head up
          * to attn_cl (attn=short, the default: this step's kind), else split over positions (by kv head
          * with attn_long=gqa); the output is quantised for wo by the same launch (dot=q8), so the out
          * projection needs no quantize launch of its own */
         const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
-        if (m->attn_short_step == 1 && kc_attention_short_ok(d->nh, d->nkv, hd))
+        if (fuse_ok && m->attn_short_step == 1)
+            RUN("attention_short_prep",
+                kc_attention_short_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, kc, vc, m->ao, q8_wo ? m->xq : NULL,
+                                        d->nh, d->nkv, hd, d->rope_dim, d->rope_base, d->eps,
+                                        1.0f / sqrtf((float)hd), &m->ctl->pos, st));
+        else if (fuse_ok)
+            RUN("attention_short_cl_prep",
+                kc_attention_short_cl_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, kc, vc, m->ao,
+                                           q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, m->attn_clsize, d->rope_dim,
+                                           d->rope_base, d->eps, 1.0f / sqrtf((float)hd), &m->ctl->pos, st));
+        else if (m->attn_short_step == 1 && kc_attention_short_ok(d->nh, d->nkv, hd))
             RUN("attention_short", kc_attention_short(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL,
                                                       d->nh, d->nkv, hd, 1.0f / sqrtf((float)hd), &m->ctl->pos, st));
         else if (m->attn_short_step == 2 && kc_attention_short_ok(d->nh, d->nkv, hd))

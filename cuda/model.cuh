@@ -108,6 +108,7 @@ typedef struct kc_model {
     int delta_trig;           /* option delta_trig: where the delta rule lets the out projection launch (1-3; 0 start) */
     int prep_early;           /* option prep_early: gdn_prep's conv weights (and 1: history prefetch) before its wait */
     int attn_early;           /* option attn_early: attn_prep's norm weight and RoPE frequency before its wait */
+    int attn_fuse;            /* option attn_fuse: attn_prep inside the short attention, bit 1 one block, bit 2 clustered */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */

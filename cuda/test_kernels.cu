@@ -1413,6 +1413,81 @@ static void test_gdn_small(void)
         cudaFree(dqg); cudaFree(dk1); cudaFree(dk2); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(daq1);
         cudaFree(daq2); cudaFree(dkc1); cudaFree(dvc1); cudaFree(dkc2); cudaFree(dvc2); cudaFree(dpos);
     }
+    /* attention_short_prep and attention_short_cl_prep (option attn_fuse) vs attn_prep + attention_short(_cl):
+     * out, its q8 blocks and both caches bit for bit; the one-block form at the first position, inside a warp
+     * round and at the last short position, the clustered one (4 and 3 blocks per head) at 36, 200 and 700;
+     * 27B/9B heads (24/4 x256, rope 64) and a 128-wide shape (16/2, full rope) */
+    {
+        const int shp[2][4] = {{24, 4, 256, 64}, {16, 2, 128, 128}}, posl[3][3] = {{0, 36, 127}, {36, 200, 700}, {36, 200, 700}};
+        const int ctx = 768;
+        size_t bad = 0, runs = 0;
+        for (int si = 0; si < 2; si++) {
+            const int H = shp[si][0], Hkv = shp[si][1], hd = shp[si][2], rd = shp[si][3];
+            const size_t kvn = (size_t)ctx * Hkv * hd;
+            float *qg = hnew(H * 2 * hd), *k = hnew(Hkv * hd), *v = hnew(Hkv * hd), *qw = hnew(hd), *kw = hnew(hd);
+            float *cache = hnew(kvn);
+            fill(qg, H * 2 * hd, -2, 2);
+            fill(k, Hkv * hd, -2, 2);
+            fill(v, Hkv * hd, -2, 2);
+            fill(qw, hd, 0.5f, 1.5f);
+            fill(kw, hd, 0.5f, 1.5f);
+            fill(cache, kvn, -1, 1);
+            float *dqg = dup_f(qg, H * 2 * hd), *dk = dup_f(k, Hkv * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
+            float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd), *daq = (float *)dnew(H * hd * 4);
+            float *dkc1 = dup_f(cache, kvn), *dvc1 = dup_f(cache, kvn), *dkc2 = dup_f(cache, kvn), *dvc2 = dup_f(cache, kvn);
+            float *dy1 = (float *)dnew(H * hd * 4), *dy2 = (float *)dnew(H * hd * 4);
+            kc_q8blk *dq1 = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk)), *dq2 = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
+            float *a1 = hnew(kvn), *a2 = hnew(kvn);
+            int32_t *dpos;
+            T_CK(cudaMalloc(&dpos, 4));
+            const float scale = 1.0f / sqrtf((float)hd);
+            for (int pk = 0; pk < 9; pk++) {
+                const int kind = pk / 3, csize = kind == 1 ? 4 : 3; /* 0 one block, 1-2 clusters */
+                const int32_t pos = posl[kind][pk % 3];
+                T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
+                T_CK(cudaMemcpy(dk, k, (size_t)Hkv * hd * 4, cudaMemcpyHostToDevice)); /* attn_prep norms ak in place */
+                T_CK(kc_attn_prep(dqg, dk, dv, dqw, dkw, daq, dkc1, dvc1, H, Hkv, hd, rd, 1e7f, 1e-6f, dpos, 1, 0));
+                if (kind)
+                    T_CK(kc_attention_short_cl(daq, dkc1, dvc1, dqg + hd, 2 * hd, dy1, dq1, H, Hkv, hd, csize, scale, dpos, 0));
+                else
+                    T_CK(kc_attention_short(daq, dkc1, dvc1, dqg + hd, 2 * hd, dy1, dq1, H, Hkv, hd, scale, dpos, 0));
+                poison(dy2, H * hd * 4);
+                poison(dq2, H * hd / 32 * sizeof(kc_q8blk));
+                if (kind)
+                    T_CK(kc_attention_short_cl_prep(dqg, dk0, dv, dqw, dkw, dkc2, dvc2, dy2, dq2, H, Hkv, hd, csize, rd,
+                                                    1e7f, 1e-6f, scale, dpos, 0));
+                else
+                    T_CK(kc_attention_short_prep(dqg, dk0, dv, dqw, dkw, dkc2, dvc2, dy2, dq2, H, Hkv, hd, rd, 1e7f,
+                                                 1e-6f, scale, dpos, 0));
+                get_f(a1, dy1, H * hd); get_f(a2, dy2, H * hd); bad += n_unequal(a1, a2, H * hd);
+                bad += q8_differ(dq1, dq2, H * hd / 32);
+                get_f(a1, dkc1, kvn); get_f(a2, dkc2, kvn); bad += n_unequal(a1, a2, kvn);
+                get_f(a1, dvc1, kvn); get_f(a2, dvc2, kvn); bad += n_unequal(a1, a2, kvn);
+                get_f(a1, dk0, Hkv * hd); bad += n_unequal(a1, k, Hkv * hd); /* its k input left as it was */
+                runs++;
+            }
+            free(qg); free(k); free(v); free(qw); free(kw); free(cache); free(a1); free(a2);
+            cudaFree(dqg); cudaFree(dk); cudaFree(dk0); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(daq);
+            cudaFree(dkc1); cudaFree(dvc1); cudaFree(dkc2); cudaFree(dvc2); cudaFree(dy1); cudaFree(dy2);
+            cudaFree(dq1); cudaFree(dq2); cudaFree(dpos);
+        }
+        ok(bad == 0 && runs == 18,
+           "bitexact attention_short_prep and attention_short_cl_prep (attn_fuse; 24/4 x256 rope 64 and 16/2 x128 rope "
+           "128; one block at positions 0, 36, 127, clusters of 4 and 3 at 36, 200, 700) vs attn_prep + "
+           "attention_short(_cl): %zu unequal (out, q8 out, k and v caches, k input untouched) over %zu runs",
+           bad, runs);
+        const int r512 = kc_attention_short_prep_ok(8, 2, 512, 64), rodd = kc_attention_short_prep_ok(8, 2, 256, 63),
+                  rbig = kc_attention_short_prep_ok(8, 2, 128, 256);
+        const cudaError_t c9 = kc_attention_short_cl_prep(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 8, 2, 256,
+                                                          9, 64, 1e7f, 1e-6f, 1.0f, NULL, 0);
+        ok(!r512 && !rodd && !rbig && kc_attention_short_prep_ok(24, 4, 256, 64) &&
+               kc_attention_short_prep(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 8, 2, 512, 64, 1e7f, 1e-6f,
+                                       1.0f, NULL, 0) == cudaErrorInvalidValue &&
+               c9 == cudaErrorInvalidValue,
+           "attention_short_prep refuses hd 512 (%d), an odd rope width (%d), rope wider than the head (%d); takes 24/4 "
+           "x256 rope 64; refuses by cudaErrorInvalidValue (and the clustered form a cluster of 9: %d)", r512, rodd,
+           rbig, (int)c9);
+    }
     {
         const int n = 248320;
         float *x = hnew(n);

@@ -42,7 +42,8 @@
 #      weight and RoPE frequency before its wait (attn_early=1, the default) against 0; the SwiGLU's gate and up
 #      rows in separate ring slots (q8t_half=1, the default) against 0 (also with pdl=0, and with rms_fold=ffn);
 #      the down projection's stages as two column halves (q8t_bch=1, the default) against 0, also with pdl=0 and
-#      graph=0;
+#      graph=0; attn_prep inside the one-block and the clustered short attention (attn_fuse=3, the default)
+#      against 0, also with pdl=0 and graph=0, and past attn_short=4 positions (the clustered form);
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -268,21 +269,25 @@ run_checks() {
         --tol 1e-3 >> "$REPORT" 2>&1 || all=1
     same_bits "$w27" "attn_short=4,attn_cl=8,attn_long=gqa" "attn_short=4,attn_cl=8,attn_long=gqa,pdl=0" || all=1
     same_bits "$w27" "attn_short=4,attn_cl=8,attn_long=gqa" "attn_short=4,attn_cl=8,attn_long=gqa,graph=0" || all=1
-    note "- which attention kernels the steps took (engine_diff --b-kernel / --b-no-kernel on B's profile=1): the defaults (32 positions: one block per head only); attn_short=4,attn_cl=8 (all three, no split); the same with attn_long=split (split, no kv-head kernel); the same at ctx=50176, the largest context the engine opens (kc_attention_max_ctx), where the 27B's kv-head kernel still fits its shared memory (up to 57344: the cluster fallback past it is unreachable for the presets), each within dot=f32 tol 1e-3 of attn=split"
+    note "- which attention kernels the steps took (engine_diff --b-kernel / --b-no-kernel on B's profile=1): the defaults (32 positions: one block per head only, with attn_prep inside it: attn_fuse=3); attn_short=4,attn_cl=8 (all three, no split; attn_prep inside the first two, on its own before the kv-head kernel); the same with attn_long=split (split, no kv-head kernel); the same at ctx=50176, the largest context the engine opens (kc_attention_max_ctx), where the 27B's kv-head kernel still fits its shared memory (up to 57344: the cluster fallback past it is unreachable for the presets); attn_short=4,attn_cl=8 with attn_fuse=0 (the separate attn_prep and the unfused kernels); each within dot=f32 tol 1e-3 of attn=split"
     kern() { # B's options, then --b-kernel / --b-no-kernel arguments
         local o=$1
         shift
         timeout 120 "$B/engine_diff" --a "$E/libkestrel-cuda.so" --b "$E/libkestrel-cuda.so" --a-options attn=split,dot=f32 \
             --b-options "$o,dot=f32,profile=1" --model "$w27" --tokens "$toks" --greedy 16 --tol 1e-3 "$@" >> "$REPORT" 2>&1
     }
-    kern "ctx=4096" --b-kernel attention_short --b-no-kernel attention_short_cl --b-no-kernel attention_gqa \
+    kern "ctx=4096" --b-kernel attention_short_prep --b-no-kernel attn_prep --b-no-kernel attention_short \
+        --b-no-kernel attention_short_cl_prep --b-no-kernel attention_gqa --b-no-kernel attention_split || all=1
+    kern "ctx=4096,attn_short=4,attn_cl=8" --b-kernel attention_short_prep --b-kernel attention_short_cl_prep \
+        --b-kernel attn_prep --b-kernel attention_gqa --b-no-kernel attention_short --b-no-kernel attention_short_cl \
         --b-no-kernel attention_split || all=1
-    kern "ctx=4096,attn_short=4,attn_cl=8" --b-kernel attention_short --b-kernel attention_short_cl \
+    kern "ctx=4096,attn_short=4,attn_cl=8,attn_long=split" --b-kernel attention_short_cl_prep \
+        --b-kernel attention_split --b-no-kernel attention_gqa || all=1
+    kern "ctx=50176,attn_short=4,attn_cl=8" --b-kernel attention_short_prep --b-kernel attention_short_cl_prep \
         --b-kernel attention_gqa --b-no-kernel attention_split || all=1
-    kern "ctx=4096,attn_short=4,attn_cl=8,attn_long=split" --b-kernel attention_short_cl --b-kernel attention_split \
-        --b-no-kernel attention_gqa || all=1
-    kern "ctx=50176,attn_short=4,attn_cl=8" --b-kernel attention_short --b-kernel attention_short_cl \
-        --b-kernel attention_gqa --b-no-kernel attention_split || all=1
+    kern "ctx=4096,attn_short=4,attn_cl=8,attn_fuse=0" --b-kernel attn_prep --b-kernel attention_short \
+        --b-kernel attention_short_cl --b-kernel attention_gqa --b-no-kernel attention_short_prep \
+        --b-no-kernel attention_short_cl_prep || all=1
     note "- delta_trig, delta_pf (where the delta rule lets the out projection launch; its state L2-prefetched before the PDL wait): the default (3, 1) vs 0,0 (the delta rule before v27), 0,1, 1,1 and 2,0, and vs itself with pdl=0 and graph=0"
     same_bits "$w27" "" "delta_trig=0,delta_pf=0" || all=1
     same_bits "$w27" "" "delta_trig=0,delta_pf=1" || all=1
@@ -303,7 +308,12 @@ run_checks() {
     same_bits "$w27" "" "q8t_bch=0" || all=1
     same_bits "$w27" "pdl=0" "pdl=0,q8t_bch=0" || all=1
     same_bits "$w27" "graph=0" "graph=0,q8t_bch=0" || all=1
-    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf, prep_early, attn_early, q8t_half, q8t_bch" $all
+    note "- attn_fuse (attn_prep inside the short attention): the default (3) vs 0, also with pdl=0, graph=0 and past attn_short=4 (clustered)"
+    same_bits "$w27" "" "attn_fuse=0" || all=1
+    same_bits "$w27" "pdl=0" "pdl=0,attn_fuse=0" || all=1
+    same_bits "$w27" "graph=0" "graph=0,attn_fuse=0" || all=1
+    same_bits "$w27" "attn_short=4" "attn_short=4,attn_fuse=0" || all=1
+    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf, prep_early, attn_early, q8t_half, q8t_bch, attn_fuse" $all
     rm -f "$w27"
 
     # profile=trace is a build of its own (kernels with the marks): the default library refuses it
