@@ -2233,7 +2233,7 @@ __global__ void attention_split_kernel(const float *q, const float *kc,
  * V rows start at kb, vb (row stride rs); lane l holds dims 4l + 128j (j < HD4) of q (qv) and of the
  * rows, loads 16/HD4 rows of K and V at once (one round trip per gs * 16/HD4 positions) and keeps an
  * online softmax: the max score m, l = sum exp(score - m) and acc = sum exp(score - m) v (its dims). */
-/* LAST (attention_short_prep_kernel): the last position's K and V rows from kl, vl (this block's shared
+/* LAST (the attention_short*_prep kernels): the last position's K and V rows from kl, vl (this block's shared
  * memory: the rows it has just normed and rotated) instead of the cache */
 template <int HD4, bool LAST = false>
 __device__ __forceinline__ void attn_short_scan(const float4 (&qv)[HD4], const float *kb, const float *vb, size_t rs,
