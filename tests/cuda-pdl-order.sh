@@ -12,10 +12,10 @@
 # GEMVs (q8gemv=tma, and its x-broadcast down projection q8t_wu=2: bulk copies global -> shared of their
 # weight rings) — EARLY below — load WEIGHTS
 # before the wait; weights never change during a run, and they are read through the read-only path or
-# the bulk-copy engine, so in those kernels ld.global.nc and cp.async.bulk (global -> shared) may come
-# first — any other access may not (their x, the predecessor's output, is read by ld.global.ca after
-# the wait). A bulk copy into shared memory in any other kernel counts as a global access (an L2
-# prefetch, cp.async.bulk.prefetch, reads nothing into the kernel and is not counted).
+# an asynchronous copy engine, so in those kernels ld.global.nc and cp.async (bulk or not, global ->
+# shared) may come first — any other access may not (their x, the predecessor's output, is read by
+# ld.global.ca after the wait). An asynchronous copy into shared memory in any other kernel counts as a
+# global access (an L2 prefetch, cp.async.bulk.prefetch, reads nothing into the kernel and is not counted).
 # The checker is first run on three synthetic PTX texts, one with each violation, so it can fail.
 . "$top_srcdir/tests/lib.sh"
 PTX=$top_builddir/cuda/kernels.ptx
@@ -45,8 +45,8 @@ check() {
                  for (i = 1; i <= ne; i++) if (index(name, early_names[i]) > 0) weights_first = 1
                  next }
     /griddepcontrol\.wait/ { waits++; next }
-    /(ld|st|atom|red)\.global|cp\.async\.bulk\.shared[^ \t]*\.global/ {
-        if (!waits && !(weights_first && /ld\.global\.nc|cp\.async\.bulk\.shared[^ \t]*\.global/)) pre++ }
+    /(ld|st|atom|red)\.global|cp\.async\.(bulk|ca|cg)\.shared[^ \t]*\.global/ {
+        if (!waits && !(weights_first && /ld\.global\.nc|cp\.async\.(bulk|ca|cg)\.shared[^ \t]*\.global/)) pre++ }
     END { flush() }' "$1"
 }
 
@@ -101,11 +101,22 @@ cat >"$T/bad3.ptx" <<'PTX'
 	cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r1], [%rd1], %r2, [%r3];
 	griddepcontrol.wait;
 }
+.visible .entry _Z20delta_step_pf_kernelPf(
+{
+	cp.async.cg.shared.global [%r1], [%rd1], 16;
+	griddepcontrol.wait;
+}
+.visible .entry _Z10cpa_kernelPf(
+{
+	cp.async.cg.shared.global [%r1], [%rd1], 16;
+	griddepcontrol.wait;
+}
 PTX
 is "_Z17matvec_q8x_kernelILi5EEv6q8_jobPK8kc_q8blk: 1 global accesses before griddepcontrol.wait
 _Z10gdn_kernelPf: 1 global accesses before griddepcontrol.wait
-_Z9bulk_kernelPf: 1 global accesses before griddepcontrol.wait" "$(check "$T/bad3.ptx")" \
-  "weights-first kernels may read through ld.global.nc or a bulk copy before the wait, nothing else; other kernels not even that (synthetic PTX)"
+_Z9bulk_kernelPf: 1 global accesses before griddepcontrol.wait
+_Z10cpa_kernelPf: 1 global accesses before griddepcontrol.wait" "$(check "$T/bad3.ptx")" \
+  "weights-first kernels may read through ld.global.nc or an async copy before the wait, nothing else; other kernels not even that (synthetic PTX)"
 like "$EXEMPT" "repack_q4sb_kernel" "the <<< >>> launches of kernels.cu are found ($EXEMPT)"
 NK=$(grep -c '\.entry ' "$PTX")
 ok "[ $NK -ge 40 ]" "cuda/kernels.ptx has the step kernels ($NK entries)"
