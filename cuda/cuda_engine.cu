@@ -54,6 +54,9 @@
  * bits; default 1),
  * attn_fuse=0..3 (attn_prep folded into the short attention: bit 1 the one-block kernel (attention_short_prep),
  * bit 2 the clustered one (attention_short_cl_prep); same bits; default 3, PERF-NOTES v32),
+ * attn_kvc=0|2..16 and attn_kvc_from=N (the clustered steps past N positions by kv head, attention_kvc: a cluster
+ * of attn_kvc blocks per kv head reads each K and V row once for its q heads; attn_prep inside where attn_fuse bit 2
+ * folds it; within rounding of the clustered form; defaults 16 and 1024, PERF-NOTES v35; attn_kvc=0: off),
  * q8t_half=0|1 (the TMA SwiGLU's gate and up rows in separate ring slots, each released after its dot: same bits;
  * default 1, PERF-NOTES v29),
  * q8t_bch=0|1 (the x-broadcast down projection (q8t_wu=2) with each stage's columns as two ring slots, released
@@ -95,6 +98,9 @@ extern "C" {
 #define ATTN_SHORT_DEFAULT 128 /* option attn_short: positions up to which attn=short takes its one-block kernel (v20: the clustered form wins from ~150) */
 #define Q8KIND_DEFAULT 2 /* option q8gemv: tma, ab 0.9777 against xs (PERF-NOTES v15) */
 #define ATTN_FUSE_DEFAULT 3 /* option attn_fuse: attn_prep inside the short attention, both forms (PERF-NOTES v32) */
+#define ATTN_KVC_DEFAULT 16 /* option attn_kvc: the clustered steps by kv head, 16 blocks per kv head (PERF-NOTES v35) */
+#define ATTN_KVC_FROM_DEFAULT 1024 /* option attn_kvc_from: by kv head past 1024 positions (v35 bench: up to 512 the
+                                   * cluster by q head is as fast or faster) */
 #define Q8T_HALF_DEFAULT 1 /* option q8t_half: the SwiGLU's gate and up rows in separate slots (PERF-NOTES v29) */
 #define Q8T_BCH_DEFAULT 1  /* option q8t_bch: the down projection's stages as two column halves (PERF-NOTES v31) */
 #define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */
@@ -127,7 +133,7 @@ typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
     int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wu, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, q8t_ogrid, carveout, rms_fold, norm_tail;
     int attn_short, delta_pf, attn_cl, attn_clsize, attn_long, delta_trig, prep_early, attn_early, q8t_half, q8t_bch;
-    int attn_fuse;
+    int attn_fuse, attn_kvc, attn_kvc_from;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -228,6 +234,8 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->prep_early = 2; /* the conv weights before the wait (v27 row 4) */
     o->attn_early = 1; /* attn_prep's weight and RoPE frequency before the wait (v28) */
     o->attn_fuse = ATTN_FUSE_DEFAULT;
+    o->attn_kvc = ATTN_KVC_DEFAULT;
+    o->attn_kvc_from = ATTN_KVC_FROM_DEFAULT;
     o->q8t_half = Q8T_HALF_DEFAULT;
     o->q8t_bch = Q8T_BCH_DEFAULT;
     o->q8kind = Q8KIND_DEFAULT;
@@ -301,6 +309,8 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "prep_early") && v <= 2) o->prep_early = (int)v;
         else if (!strcmp(kv, "attn_early") && v <= 1) o->attn_early = (int)v;
         else if (!strcmp(kv, "attn_fuse") && v <= 3) o->attn_fuse = (int)v;
+        else if (!strcmp(kv, "attn_kvc") && (v == 0 || (v >= 2 && v <= 16))) o->attn_kvc = (int)v;
+        else if (!strcmp(kv, "attn_kvc_from") && v <= INT_MAX) o->attn_kvc_from = (int)v;
         else if (!strcmp(kv, "q8t_half") && v <= 1) o->q8t_half = (int)v;
         else if (!strcmp(kv, "q8t_bch") && v <= 1) o->q8t_bch = (int)v;
         else if (!strcmp(kv, "carveout") && v <= 101) o->carveout = v == 101 ? -1 : (int)v;
@@ -314,7 +324,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, prep_early=0..2, attn_early=0|1, attn_fuse=0..3, q8t_half=0|1, q8t_bch=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, prep_early=0..2, attn_early=0|1, attn_fuse=0..3, attn_kvc=0|2..16, attn_kvc_from=0..2147483647, q8t_half=0|1, q8t_bch=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -613,6 +623,8 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->prep_early = o.prep_early;
     e->m->attn_early = o.attn_early;
     e->m->attn_fuse = o.attn_fuse;
+    e->m->attn_kvc = o.attn_kvc;
+    e->m->attn_kvc_from = o.attn_kvc_from;
     e->m->q8t_half = o.q8t_half;
     e->m->q8t_bch = o.q8t_bch;
     e->m->q8kind = o.q8kind;

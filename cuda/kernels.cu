@@ -2077,11 +2077,13 @@ __global__ void attention_kernel(const float *q, const float *kc,
 
 int kc_attention_max_ctx(void) { return ATTN_SMEM_MAX / 4 - 1024; }
 
+static cudaError_t attention_kvc_setup(void); /* attention_kvc's shared-memory limit and cluster size */
 cudaError_t kc_attention_setup(int ctx, int hd)
 {
     const size_t smem = (size_t)(ctx + hd) * sizeof(float);
     if (smem > ATTN_SMEM_MAX) return cudaErrorInvalidValue;
-    if (smem <= 48 * 1024) return cudaSuccess;
+    const cudaError_t e = attention_kvc_setup();
+    if (e != cudaSuccess || smem <= 48 * 1024) return e;
     return cudaFuncSetAttribute(attention_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
 }
 
@@ -3005,6 +3007,334 @@ cudaError_t kc_attention_short_cl(const float *q, const float *kc, const float *
     else
         kc_launch_cluster(attention_short_cl_kernel<4>, grid, ATTN_THREADS, smem, csize, st, q, kc, vc, gate, gs, out,
                           oq, nh, nkv, hd, scale, pos);
+    return cudaGetLastError();
+}
+
+
+/* Attention by kv head over a thread-block cluster (option attn_kvc=C, PERF-NOTES v35): cluster kvh of C
+ * blocks serves the G = nh / nkv q heads sharing kv head kvh; block r of it takes positions [r c, (r + 1) c)
+ * below n (c = ceil(n / C) <= AKC_CMAX), so each K and V row is read ONCE per step, where the clustered
+ * short attention reads it once per q head (6 x 34 MB through L2 per 27B layer at n = 4096: bench 37.5 us,
+ * L2-bound). A producer warp streams the block's K rows, then its V rows, by bulk copies (a lane per 1 KB
+ * row) into a ring of AKC_NS slots of AKC_P rows. Pass 1 (K): consumer warp w takes rows w and w + 16 of
+ * each slot with the G q heads in registers (lane l: dims 4l + 128j, as attn_short_scan), and the 2 x G
+ * partial dots are reduced across the warp together (one reduce-scatter of 16 sums, 16 shuffles, where one
+ * sum at a time takes 5 each); the scores go to shared memory. Then the block's max per head, p = e^(s - M)
+ * in place, L = sum p (fixed order). Pass 2 (V): each warp accumulates p x V for its rows and all G heads;
+ * the 16 warps' accumulators are summed in order. The cluster's C partials (M_b, L_b, a_b) are merged
+ * through distributed shared memory, head g by block g % C, gated, written and quantised.
+ * PREP: attn_prep inside (the q heads and the current k row normed and rotated by a warp each, the last
+ * block appending k and v; its current row taken from shared memory, never from the cache). q is then qg
+ * (nh, 2 hd); else the prepared q (nh, hd) and the cache holds position n - 1.
+ * hd 256, G 2..8 even; grid nkv * C, cluster C; dynamic smem AKC_SMEM (kc_attention_setup raises the limit).
+ * Within rounding of kc_attention (other sums). */
+#define AKC_WARPS 16 /* consumer warps; one producer warp after them */
+#define AKC_THREADS (32 * (AKC_WARPS + 1))
+#define AKC_P 32     /* rows per ring slot: 2 per consumer warp */
+#define AKC_NS 4     /* ring slots */
+#define AKC_ROW 1024 /* a K or V row's bytes (hd 256) */
+#define AKC_CMAX 1024 /* positions per block at most */
+#define AKC_RING (AKC_NS * AKC_P * AKC_ROW)
+/* barriers, ring (reused for the warps' accumulators: AKC_WARPS x 8 x 256 floats), scores (AKC_CMAX, 8),
+ * q heads (8, 256), k and v rows (2, 256), the block's accumulators (8, 256), M_b and L_b (2, 8) */
+#define AKC_SMEM (Q8T_BAR_BYTES + AKC_RING + (AKC_CMAX * 8 + 8 * 256 + 2 * 256 + 8 * 256 + 16) * 4)
+static_assert(AKC_RING >= AKC_WARPS * 8 * 256 * 4, "the warps' accumulators fit the ring");
+
+/* the 16 sums of v over the warp's 32 lanes, one per lane pair: lanes 2i and 2i + 1 get sum i */
+__device__ __forceinline__ float warp_sum16_scatter(const float (&v)[16])
+{
+    const int lane = threadIdx.x & 31;
+    float a8[8], a4[4], a2[2];
+    bool hi = lane & 16;
+#pragma unroll
+    for (int u = 0; u < 8; u++) a8[u] = (hi ? v[u + 8] : v[u]) + __shfl_xor_sync(0xffffffffu, hi ? v[u] : v[u + 8], 16);
+    hi = lane & 8;
+#pragma unroll
+    for (int u = 0; u < 4; u++) a4[u] = (hi ? a8[u + 4] : a8[u]) + __shfl_xor_sync(0xffffffffu, hi ? a8[u] : a8[u + 4], 8);
+    hi = lane & 4;
+#pragma unroll
+    for (int u = 0; u < 2; u++) a2[u] = (hi ? a4[u + 2] : a4[u]) + __shfl_xor_sync(0xffffffffu, hi ? a4[u] : a4[u + 2], 4);
+    hi = lane & 2;
+    const float a1 = (hi ? a2[1] : a2[0]) + __shfl_xor_sync(0xffffffffu, hi ? a2[0] : a2[1], 2);
+    return a1 + __shfl_xor_sync(0xffffffffu, a1, 1);
+}
+
+/* one 256-float row normed (RMS, weight w: the lane's dims 4l + 128j) and its first rd dims rotated (NeoX
+ * pairs i, i + rd/2 at position p) by one warp, from x into y (shared) */
+__device__ __forceinline__ void akc_prep_row(const float *x, const float4 (&w)[2], float *y, int rd, float base,
+                                             float eps, int p)
+{
+    const int lane = threadIdx.x & 31, half = rd / 2;
+    float4 v[2];
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 2; j++) {
+        v[j] = ((const float4 *)x)[lane + 32 * j];
+        ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+    }
+    const float inv = rsqrtf(warp_sum(ss) / 256.0f + eps);
+#pragma unroll
+    for (int j = 0; j < 2; j++)
+        ((float4 *)y)[lane + 32 * j] = make_float4(v[j].x * inv * w[j].x, v[j].y * inv * w[j].y, v[j].z * inv * w[j].z,
+                                                   v[j].w * inv * w[j].w);
+    __syncwarp();
+    for (int i = lane; i < half; i += 32) {
+        float sn, cs;
+        sincosf((float)p * rope_inv_freq(base, i, rd), &sn, &cs);
+        const float a = y[i], b = y[i + half];
+        y[i] = a * cs - b * sn;
+        y[i + half] = b * cs + a * sn;
+    }
+    __syncwarp();
+}
+
+template <int G, bool PREP>
+__global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvc_kernel(
+    const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *kc, float *vc, const float *gate, int gs, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nkv,
+    int rd, float base, float eps, float scale, const int32_t *pos)
+{
+    constexpr int hd = 256;
+    extern __shared__ __align__(128) unsigned char akcsm[];
+    unsigned char *ring = akcsm + Q8T_BAR_BYTES;
+    float *sp = (float *)(ring + AKC_RING); /* (AKC_CMAX, 8) scores, then p */
+    float *sq = sp + AKC_CMAX * 8;          /* (8, 256) the q heads */
+    float *sk = sq + 8 * 256, *sv = sk + 256; /* (256,) each: the current k and v rows (PREP) */
+    float *sab = sv + 256;                   /* (8, 256) the block's accumulators */
+    float *sM = sab + 8 * 256, *sL = sM + 8; /* (8,) each */
+    unsigned rank = 0, C = 1;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(C));
+#endif
+    const int kvh = blockIdx.x / (int)C, lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const size_t rs = (size_t)nkv * hd;
+    q8t_ring_init(akcsm, AKC_NS, AKC_WARPS);
+    float4 wn[2]; /* PREP: this lane's norm weights (q heads' warps: q_norm; warp G: k_norm), before the wait */
+    if (PREP && wid <= G) {
+        const float *w = wid < G ? qnw : knw;
+#pragma unroll
+        for (int j = 0; j < 2; j++) wn[j] = __ldg((const float4 *)w + lane + 32 * j);
+    }
+    kc_pdl_begin();
+    const int n = *pos + 1, c = (n + (int)C - 1) / (int)C, t0 = (int)rank * c, t1 = n < t0 + c ? n : t0 + c;
+    const int rows = t1 > t0 ? t1 - t0 : 0, nsl = (rows + AKC_P - 1) / AKC_P;
+    const bool cur = t0 < n && n <= t1; /* this block holds position n - 1 */
+    if (wid == AKC_WARPS) { /* the producer: K slots, then V slots; lane i the slot's row i */
+        for (int k = 0; k < 2 * nsl; k++) {
+            const int s = k % AKC_NS, lap = k / AKC_NS, kk = k < nsl ? k : k - nsl, ta = t0 + kk * AKC_P;
+            int ncp = t1 - ta < AKC_P ? t1 - ta : AKC_P; /* rows copied: the current one comes from sk/sv (PREP) */
+            if (PREP && cur && ta + ncp == n) ncp--;
+            if (lap) mbar_wait(smem_addr(akcsm + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
+            const uint32_t bar = smem_addr(akcsm + 8 * s);
+            if (lane == 0) mbar_expect_tx(bar, (uint32_t)ncp * AKC_ROW);
+            __syncwarp();
+            if (lane < ncp)
+                bulk_g2s(smem_addr(ring + (size_t)s * AKC_P * AKC_ROW + (size_t)lane * AKC_ROW),
+                         (k < nsl ? kc : vc) + (size_t)(ta + lane) * rs + (size_t)kvh * hd, AKC_ROW, bar);
+        }
+    } else {
+        const int ct = threadIdx.x; /* consumer thread 0..511 */
+        if (PREP) { /* warp g < G: q head g; warp G: the k row (the block holding n - 1 only) */
+            if (wid < G) akc_prep_row(q + (size_t)(kvh * G + wid) * 2 * hd, wn, sq + wid * 256, rd, base, eps, n - 1);
+            else if (wid == G && cur) {
+                akc_prep_row(ak + (size_t)kvh * hd, wn, sk, rd, base, eps, n - 1);
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const float4 kv4 = ((const float4 *)sk)[lane + 32 * j], vv4 = ((const float4 *)(av + (size_t)kvh * hd))[lane + 32 * j];
+                    ((float4 *)sv)[lane + 32 * j] = vv4;
+                    ((float4 *)(kc + (size_t)(n - 1) * rs + (size_t)kvh * hd))[lane + 32 * j] = kv4;
+                    ((float4 *)(vc + (size_t)(n - 1) * rs + (size_t)kvh * hd))[lane + 32 * j] = vv4;
+                }
+            }
+        } else
+            for (int e = ct; e < G * hd; e += 32 * AKC_WARPS) sq[e] = q[(size_t)(kvh * G) * hd + e];
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        /* pass 1: scores */
+        {
+            float4 qv[G][2];
+#pragma unroll
+            for (int g = 0; g < G; g++)
+#pragma unroll
+                for (int j = 0; j < 2; j++) qv[g][j] = ((const float4 *)(sq + g * 256))[lane + 32 * j];
+            for (int k = 0; k < nsl; k++) {
+                const int s = k % AKC_NS, lap = k / AKC_NS, ta = t0 + k * AKC_P;
+                mbar_wait(smem_addr(akcsm + 8 * s), lap & 1);
+                float4 kr[2][2];
+#pragma unroll
+                for (int i = 0; i < 2; i++) {
+                    const int t = ta + wid + AKC_WARPS * i;
+                    const float *src = PREP && t == n - 1 ? sk
+                                                          : (const float *)(ring + (size_t)s * AKC_P * AKC_ROW +
+                                                                            (size_t)(wid + AKC_WARPS * i) * AKC_ROW);
+#pragma unroll
+                    for (int j = 0; j < 2; j++)
+                        kr[i][j] = t < t1 ? ((const float4 *)src)[lane + 32 * j] : make_float4(0.f, 0.f, 0.f, 0.f);
+                }
+                __syncwarp();
+                if (lane == 0) mbar_arrive(smem_addr(akcsm + 8 * (Q8T_MAX_STAGES + s)));
+                float v[16];
+#pragma unroll
+                for (int i = 0; i < 2; i++)
+#pragma unroll
+                    for (int g = 0; g < 8; g++) {
+                        float a = 0.0f;
+                        if (g < G)
+#pragma unroll
+                            for (int j = 0; j < 2; j++)
+                                a += qv[g][j].x * kr[i][j].x + qv[g][j].y * kr[i][j].y + qv[g][j].z * kr[i][j].z +
+                                     qv[g][j].w * kr[i][j].w;
+                        v[8 * i + g] = a;
+                    }
+                const float sc = warp_sum16_scatter(v);
+                const int idx = lane >> 1, i = idx >> 3, g = idx & 7, t = ta + wid + AKC_WARPS * i;
+                if (!(lane & 1) && g < G && t < t1) sp[(t - t0) * 8 + g] = sc * scale;
+            }
+        }
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        if (wid < G) { /* the block's max per head */
+            float mx = -INFINITY;
+            for (int t = lane; t < rows; t += 32) mx = fmaxf(mx, sp[t * 8 + wid]);
+#pragma unroll
+            for (int off = 16; off; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+            if (lane == 0) sM[wid] = mx;
+        }
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        for (int e = ct; e < rows * 8; e += 32 * AKC_WARPS)
+            if ((e & 7) < G) sp[e] = expf(sp[e] - sM[e & 7]);
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        if (wid < G) {
+            float ls = 0.0f;
+            for (int t = lane; t < rows; t += 32) ls += sp[t * 8 + wid];
+            ls = warp_sum(ls);
+            if (lane == 0) sL[wid] = ls;
+        }
+        /* pass 2: p x V */
+        float4 acc[G][2];
+#pragma unroll
+        for (int g = 0; g < G; g++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) acc[g][j] = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int k = nsl; k < 2 * nsl; k++) {
+            const int s = k % AKC_NS, lap = k / AKC_NS, ta = t0 + (k - nsl) * AKC_P;
+            mbar_wait(smem_addr(akcsm + 8 * s), lap & 1);
+            float4 vr[2][2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int t = ta + wid + AKC_WARPS * i;
+                const float *src = PREP && t == n - 1 ? sv
+                                                      : (const float *)(ring + (size_t)s * AKC_P * AKC_ROW +
+                                                                        (size_t)(wid + AKC_WARPS * i) * AKC_ROW);
+#pragma unroll
+                for (int j = 0; j < 2; j++)
+                    vr[i][j] = t < t1 ? ((const float4 *)src)[lane + 32 * j] : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+            __syncwarp();
+            if (lane == 0) mbar_arrive(smem_addr(akcsm + 8 * (Q8T_MAX_STAGES + s)));
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                const int t = ta + wid + AKC_WARPS * i;
+                if (t < t1) {
+                    const float4 p0 = ((const float4 *)(sp + (t - t0) * 8))[0], p1 = ((const float4 *)(sp + (t - t0) * 8))[1];
+                    const float pp[8] = {p0.x, p0.y, p0.z, p0.w, p1.x, p1.y, p1.z, p1.w};
+#pragma unroll
+                    for (int g = 0; g < G; g++)
+#pragma unroll
+                        for (int j = 0; j < 2; j++) {
+                            acc[g][j].x += pp[g] * vr[i][j].x;
+                            acc[g][j].y += pp[g] * vr[i][j].y;
+                            acc[g][j].z += pp[g] * vr[i][j].z;
+                            acc[g][j].w += pp[g] * vr[i][j].w;
+                        }
+                }
+            }
+        }
+        /* the warps' accumulators in order (the ring is free: every slot consumed) */
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        float *red = (float *)ring; /* (AKC_WARPS, G, 256) */
+#pragma unroll
+        for (int g = 0; g < G; g++)
+#pragma unroll
+            for (int j = 0; j < 2; j++) ((float4 *)(red + (size_t)(wid * G + g) * 256))[lane + 32 * j] = acc[g][j];
+        asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        for (int e = ct; e < G * 256; e += 32 * AKC_WARPS) {
+            float a = 0.0f;
+#pragma unroll
+            for (int w = 0; w < AKC_WARPS; w++) a += red[(size_t)w * G * 256 + e];
+            sab[e] = a;
+        }
+        if (rows == 0 && ct < G) {
+            sM[ct] = -INFINITY;
+            sL[ct] = 0.0f;
+        }
+    }
+    cluster_sync_all(); /* every block's (M_b, L_b, a_b) written and visible to the cluster */
+    for (int g = (int)rank; g < G; g += (int)C) {
+        if (threadIdx.x >= hd) break;
+        const int d = threadIdx.x, h = kvh * G + g;
+        float Mr[16], M = -INFINITY, L = 0.0f, a = 0.0f;
+#pragma unroll
+        for (int r = 0; r < 16; r++)
+            if (r < (int)C) {
+                Mr[r] = ld_dsmem_f32(sM + g, (unsigned)r);
+                M = fmaxf(M, Mr[r]);
+            }
+#pragma unroll
+        for (int r = 0; r < 16; r++)
+            if (r < (int)C) {
+                const float e = Mr[r] == -INFINITY ? 0.0f : expf(Mr[r] - M);
+                L += e * ld_dsmem_f32(sL + g, (unsigned)r);
+                a += e * ld_dsmem_f32(sab + g * 256 + d, (unsigned)r);
+            }
+        const float o = a / L * (1.0f / (1.0f + expf(-gate[(size_t)h * gs + d])));
+        out[(size_t)h * hd + d] = o;
+        if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
+    }
+    cluster_sync_all(); /* every block's shared memory read */
+}
+
+static cudaError_t attention_kvc_setup(void)
+{
+    cudaError_t e = cudaSuccess;
+#define AKC_SET(G_, P_)                                                                                          \
+    if (e == cudaSuccess)                                                                                        \
+        e = cudaFuncSetAttribute(attention_kvc_kernel<G_, P_>, cudaFuncAttributeMaxDynamicSharedMemorySize, AKC_SMEM); \
+    if (e == cudaSuccess)                                                                                        \
+        e = cudaFuncSetAttribute(attention_kvc_kernel<G_, P_>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    AKC_SET(2, false) AKC_SET(4, false) AKC_SET(6, false) AKC_SET(8, false)
+    AKC_SET(2, true) AKC_SET(4, true) AKC_SET(6, true) AKC_SET(8, true)
+#undef AKC_SET
+    return e;
+}
+
+int kc_attention_kvc_ok(int nh, int nkv, int hd, int csize, int nmax)
+{
+    if (nkv < 1 || nh % nkv || hd != 256 || csize < 2 || csize > 16 || nmax < 1) return 0;
+    const int G = nh / nkv;
+    return G % 2 == 0 && G <= 8 && (nmax + csize - 1) / csize <= AKC_CMAX;
+}
+
+cudaError_t kc_attention_kvc(const float *qg, const float *ak, const float *av, const float *qnw, const float *knw,
+                             float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
+                             int nkv, int hd, int csize, int nmax, int rd, float base, float eps, float scale,
+                             const int32_t *pos, cudaStream_t st)
+{
+    if (!kc_attention_kvc_ok(nh, nkv, hd, csize, nmax) || (ak && (rd < 0 || rd > hd || rd % 2))) return cudaErrorInvalidValue;
+    const dim3 grid((unsigned)(nkv * csize));
+#define AKC_LAUNCH(G_)                                                                                             \
+    if (ak)                                                                                                        \
+        kc_launch_cluster(attention_kvc_kernel<G_, true>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw, knw, \
+                          kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos);                              \
+    else                                                                                                           \
+        kc_launch_cluster(attention_kvc_kernel<G_, false>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw,    \
+                          knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos);
+    switch (nh / nkv) {
+    case 2: AKC_LAUNCH(2) break;
+    case 4: AKC_LAUNCH(4) break;
+    case 6: AKC_LAUNCH(6) break;
+    default: AKC_LAUNCH(8) break;
+    }
+#undef AKC_LAUNCH
     return cudaGetLastError();
 }
 

@@ -456,8 +456,20 @@ int kc_attention_gqa_ok(int nh, int nkv, int hd, int ctx);
 cudaError_t kc_attention_gqa(const float *q, const float *kc, const float *vc, const float *gate, int gs, float *out,
                              kc_q8blk *oq, int nh, int nkv, int hd, int ctx, float scale, const int32_t *pos,
                              float *part, unsigned int *cnt, cudaStream_t st);
+/* The attention by kv head over a cluster of csize (2..16) blocks (option attn_kvc, PERF-NOTES v35): each
+ * K and V row read once per step for the nh/nkv q heads sharing it, the blocks' partials merged through
+ * distributed shared memory. With ak (PREP): attn_prep inside, qg (nh, 2 hd) the q/gate rows, ak/av (nkv,
+ * hd) the new k and v rows (appended at *pos), qnw/knw the q/k norm weights; without (ak NULL): qg the
+ * prepared q (nh, hd) and the cache already holding *pos. Out within rounding of kc_attention.
+ * kc_attention_kvc_ok: hd 256, nh/nkv 2, 4, 6 or 8, ceil(nmax / csize) <= 1024 (nmax: the most positions
+ * a step will hold). kc_attention_setup first. */
+int kc_attention_kvc_ok(int nh, int nkv, int hd, int csize, int nmax);
+cudaError_t kc_attention_kvc(const float *qg, const float *ak, const float *av, const float *qnw, const float *knw,
+                             float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
+                             int nkv, int hd, int csize, int nmax, int rd, float base, float eps, float scale,
+                             const int32_t *pos, cudaStream_t st);
 /* Largest ctx kc_attention serves (shared-memory bound), and the one-time setup
- * (raises the kernel's dynamic shared-memory limit; call before graph capture). */
+ * (raises its and kc_attention_kvc's dynamic shared-memory limits; call before graph capture). */
 int kc_attention_max_ctx(void);
 cudaError_t kc_attention_setup(int ctx, int hd);
 

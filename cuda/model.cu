@@ -740,8 +740,11 @@ int kc_layer_step(kc_model *m, int l)
         /* q/k norms, RoPE and the KV append: one launch (bit-identical to the five), or (attn_fuse) inside the
          * short attention's own launch, one block (bit 1) or a cluster (bit 2) per q head */
         const int fuse = ((m->attn_fuse & 1) && m->attn_short_step == 1) ||
-                         ((m->attn_fuse & 2) && m->attn_short_step == 2);
+                         ((m->attn_fuse & 2) && m->attn_short_step >= 2);
         const int fuse_ok = fuse && kc_attention_short_prep_ok(d->nh, d->nkv, hd, d->rope_dim);
+        /* the steps past attn_kvc_from by kv head (kc_model_step has checked the shape); attn_prep inside where
+         * attn_fuse bit 2 folds it into the clustered kernels */
+        const int kvc = m->attn_short_step == 3;
         if (!fuse_ok)
             RUN("attn_prep", kc_attn_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, m->aq, kc, vc, d->nh, d->nkv, hd,
                                           d->rope_dim, d->rope_base, d->eps, &m->ctl->pos, m->attn_early, st));
@@ -750,7 +753,13 @@ int kc_layer_step(kc_model *m, int l)
          * with attn_long=gqa); the output is quantised for wo by the same launch (dot=q8), so the out
          * projection needs no quantize launch of its own */
         const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
-        if (fuse_ok && m->attn_short_step == 1)
+        if (kvc)
+            RUN("attention_kvc",
+                kc_attention_kvc(fuse_ok ? m->qg : m->aq, fuse_ok ? m->ak : NULL, m->av, L->q_norm, L->k_norm, kc, vc,
+                                 m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, m->attn_kvc,
+                                 d->ctx < m->attn_cl ? d->ctx : m->attn_cl, d->rope_dim, d->rope_base, d->eps,
+                                 1.0f / sqrtf((float)hd), &m->ctl->pos, st));
+        else if (fuse_ok && m->attn_short_step == 1)
             RUN("attention_short_prep",
                 kc_attention_short_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, kc, vc, m->ao, q8_wo ? m->xq : NULL,
                                         d->nh, d->nkv, hd, d->rope_dim, d->rope_base, d->eps,
@@ -927,7 +936,11 @@ int kc_model_step(kc_model *m, int want_logits, int capture, int n_pos)
     /* past attn_cl, attn_long=gqa takes the kv-head kernel; where that kernel does not take the shape (its
      * shared memory grows with ctx), the clustered form goes on rather than the slower split kernel */
     const int long_kind = m->attn_long && !kc_attention_gqa_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->dm.ctx) ? 2 : 0;
-    m->attn_short_step = m->attn_gqa != 2 ? 0 : n_pos <= m->attn_short ? 1 : n_pos <= m->attn_cl ? 2 : long_kind;
+    /* from attn_kvc_from positions up to attn_cl, the clustered steps by kv head where that kernel takes the shape */
+    const int nkvc = m->dm.ctx < m->attn_cl ? m->dm.ctx : m->attn_cl;
+    const int cl_kind = m->attn_kvc && n_pos > m->attn_kvc_from &&
+                                kc_attention_kvc_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->attn_kvc, nkvc) ? 3 : 2;
+    m->attn_short_step = m->attn_gqa != 2 ? 0 : n_pos <= m->attn_short ? 1 : n_pos <= m->attn_cl ? cl_kind : long_kind;
     const int kind = want_logits + 2 * m->attn_short_step;
     if (trace) KC_CK(m, cudaMemsetAsync(m->trace_n, 0, sizeof *m->trace_n, m->st));
     if (m->use_graph && !capture && m->prof != 1) {

@@ -71,7 +71,7 @@ typedef struct kc_gdn_scratch {
 
 #define KC_PROF_MAX_NAMES 64
 #define KC_PROF_MAX_EVENTS 4096
-#define KC_STEP_KINDS 6 /* graphs: with/without logits x split/short/clustered short attention */
+#define KC_STEP_KINDS 8 /* graphs: with/without logits x split/short/clustered short/by-kv-head cluster attention */
 
 typedef struct kc_model {
     kc_dims dm;
@@ -109,6 +109,8 @@ typedef struct kc_model {
     int prep_early;           /* option prep_early: gdn_prep's conv weights (and 1: history prefetch) before its wait */
     int attn_early;           /* option attn_early: attn_prep's norm weight and RoPE frequency before its wait */
     int attn_fuse;            /* option attn_fuse: attn_prep inside the short attention, bit 1 one block, bit 2 clustered */
+    int attn_kvc, attn_kvc_from; /* options attn_kvc, attn_kvc_from: the steps with attn_kvc_from < n <= attn_cl by kv head
+                                  * (kc_attention_kvc) over clusters of attn_kvc blocks; 0 off */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */
@@ -146,7 +148,8 @@ typedef struct kc_model {
     int use_graph;
     cudaGraphExec_t graph[KC_STEP_KINDS];
     int attn_short_step;      /* the current step's attention (attn=short): 1 kc_attention_short (n <= attn_short),
-                               * 2 kc_attention_short_cl (n <= attn_cl), 0 the split kernel */
+                               * 2 kc_attention_short_cl (n <= attn_cl), 3 kc_attention_kvc (attn_kvc_from < n <=
+                               * attn_cl), 0 the split kernel */
     /* profiling */
     int prof;
     int prof_n_names;

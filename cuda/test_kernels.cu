@@ -1488,6 +1488,95 @@ static void test_gdn_small(void)
            "x256 rope 64; refuses by cudaErrorInvalidValue (and the clustered form a cluster of 9: %d)", r512, rodd,
            rbig, (int)c9);
     }
+    /* attention_kvc with attn_prep inside (attn_kvc with attn_fuse bit 2) vs attn_prep + attention_kvc: out
+     * within 1e-5 (its q/k norms sum in another order than attn_prep's block_sum), the appended k and v rows
+     * within 1e-5, every other cache row untouched, its q8 output equal to quantize_q8 of its out; 27B and 9B
+     * heads (24/4 and 16/4 x256, rope 64), clusters of 16, 8 and 3 at positions 0, 36, 200 and 700 (the cluster's
+     * later blocks empty at 0 and 36); then the shapes and sizes it refuses */
+    {
+        const int shp[2][2] = {{24, 4}, {16, 4}}, csz[3] = {16, 8, 3}, posl[4] = {0, 36, 200, 700};
+        const int ctx = 768, hd = 256, rd = 64;
+        size_t bad = 0, runs = 0;
+        double worst = 0;
+        for (int si = 0; si < 2; si++) {
+            const int H = shp[si][0], Hkv = shp[si][1];
+            const size_t kvn = (size_t)ctx * Hkv * hd;
+            float *qg = hnew(H * 2 * hd), *k = hnew(Hkv * hd), *v = hnew(Hkv * hd), *qw = hnew(hd), *kw = hnew(hd);
+            float *cache = hnew(kvn), *a1 = hnew(kvn), *a2 = hnew(kvn);
+            q8_block *rq = (q8_block *)malloc(H * hd / 32 * sizeof *rq);
+            fill(qg, H * 2 * hd, -2, 2);
+            fill(k, Hkv * hd, -2, 2);
+            fill(v, Hkv * hd, -2, 2);
+            fill(qw, hd, 0.5f, 1.5f);
+            fill(kw, hd, 0.5f, 1.5f);
+            fill(cache, kvn, -1, 1);
+            float *dqg = dup_f(qg, H * 2 * hd), *dk = dup_f(k, Hkv * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
+            float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd), *daq = (float *)dnew(H * hd * 4);
+            float *dkc1 = dup_f(cache, kvn), *dvc1 = dup_f(cache, kvn), *dkc2 = dup_f(cache, kvn), *dvc2 = dup_f(cache, kvn);
+            float *dy1 = (float *)dnew(H * hd * 4), *dy2 = (float *)dnew(H * hd * 4);
+            kc_q8blk *dq2 = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
+            int32_t *dpos;
+            T_CK(cudaMalloc(&dpos, 4));
+            T_CK(kc_attention_setup(ctx, hd));
+            const float scale = 1.0f / sqrtf((float)hd);
+            for (int ci = 0; ci < 3; ci++)
+                for (int pi = 0; pi < 4; pi++) {
+                    const int32_t pos = posl[pi];
+                    T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
+                    T_CK(cudaMemcpy(dk, k, (size_t)Hkv * hd * 4, cudaMemcpyHostToDevice)); /* attn_prep norms ak in place */
+                    T_CK(cudaMemcpy(dkc1, cache, kvn * 4, cudaMemcpyHostToDevice)); /* both caches as given: no row */
+                    T_CK(cudaMemcpy(dvc1, cache, kvn * 4, cudaMemcpyHostToDevice)); /* of an earlier run in either */
+                    T_CK(kc_attn_prep(dqg, dk, dv, dqw, dkw, daq, dkc1, dvc1, H, Hkv, hd, rd, 1e7f, 1e-6f, dpos, 1, 0));
+                    T_CK(kc_attention_kvc(daq, NULL, NULL, NULL, NULL, dkc1, dvc1, dqg + hd, 2 * hd, dy1, NULL, H, Hkv, hd,
+                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, 0));
+                    poison(dy2, H * hd * 4);
+                    poison(dq2, H * hd / 32 * sizeof(kc_q8blk));
+                    T_CK(kc_attention_kvc(dqg, dk0, dv, dqw, dkw, dkc2, dvc2, dqg + hd, 2 * hd, dy2, dq2, H, Hkv, hd,
+                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, 0));
+                    get_f(a1, dy1, H * hd); get_f(a2, dy2, H * hd);
+                    double r = max_rel(a2, a1, H * hd);
+                    worst = r > worst ? r : worst;
+                    kc_q8blk *gq = get_q8(dq2, H * hd / 32);
+                    quantize_q8(rq, a2, H * hd);
+                    bad += n_unequal_blocks(gq, rq, H * hd / 32);
+                    free(gq);
+                    const size_t row = (size_t)pos * Hkv * hd;
+                    get_f(a1, dkc1, kvn); get_f(a2, dkc2, kvn);
+                    r = max_rel(a2 + row, a1 + row, (size_t)Hkv * hd);
+                    worst = r > worst ? r : worst;
+                    bad += n_unequal(a2, cache, row) + n_unequal(a2 + row + Hkv * hd, cache + row + Hkv * hd, kvn - row - Hkv * hd);
+                    get_f(a2, dvc2, kvn);
+                    bad += n_unequal(a2, cache, row) + n_unequal(a2 + row, v, (size_t)Hkv * hd) +
+                           n_unequal(a2 + row + Hkv * hd, cache + row + Hkv * hd, kvn - row - Hkv * hd);
+                    T_CK(cudaMemcpy(dkc2, cache, kvn * 4, cudaMemcpyHostToDevice)); /* the next run's untouched rows */
+                    T_CK(cudaMemcpy(dvc2, cache, kvn * 4, cudaMemcpyHostToDevice));
+                    get_f(a1, dk0, Hkv * hd); bad += n_unequal(a1, k, Hkv * hd); /* its k input left as it was */
+                    runs++;
+                }
+            free(qg); free(k); free(v); free(qw); free(kw); free(cache); free(a1); free(a2); free(rq);
+            cudaFree(dqg); cudaFree(dk); cudaFree(dk0); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(daq);
+            cudaFree(dkc1); cudaFree(dvc1); cudaFree(dkc2); cudaFree(dvc2); cudaFree(dy1); cudaFree(dy2);
+            cudaFree(dq2); cudaFree(dpos);
+        }
+        ok(bad == 0 && runs == 24 && worst <= 1e-5,
+           "attention_kvc with attn_prep inside vs attn_prep + attention_kvc (24/4 and 16/4 x256 rope 64; clusters of "
+           "16, 8, 3 at positions 0, 36, 200, 700): out and the appended k row max_rel %.3e <= 1e-05; %zu unequal (q8 "
+           "out vs quantize_q8, v row, untouched cache rows, k input) over %zu runs", worst, bad, runs);
+        const int k_hd128 = kc_attention_kvc_ok(16, 2, 128, 8, 512), k_g3 = kc_attention_kvc_ok(12, 4, 256, 8, 512),
+                  k_g16 = kc_attention_kvc_ok(32, 2, 256, 8, 512), k_c17 = kc_attention_kvc_ok(24, 4, 256, 17, 512),
+                  k_c1 = kc_attention_kvc_ok(24, 4, 256, 1, 512), k_long = kc_attention_kvc_ok(24, 4, 256, 8, 8193),
+                  k_nkv = kc_attention_kvc_ok(8, 0, 256, 8, 512);
+        ok(!k_hd128 && !k_g3 && !k_g16 && !k_c17 && !k_c1 && !k_long && !k_nkv &&
+               kc_attention_kvc_ok(24, 4, 256, 8, 8192) && kc_attention_kvc_ok(16, 8, 256, 16, 16384) &&
+               kc_attention_kvc(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 12, 4, 256, 8, 512, 64,
+                                1e7f, 1e-6f, 1.0f, NULL, 0) == cudaErrorInvalidValue &&
+               kc_attention_kvc(NULL, (const float *)8, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 24, 4, 256, 8,
+                                512, 63, 1e7f, 1e-6f, 1.0f, NULL, 0) == cudaErrorInvalidValue,
+           "attention_kvc refuses hd 128 (%d), 3 (%d) and 16 (%d) q heads per kv head, clusters of 17 (%d) and 1 (%d), "
+           "more than 1024 positions per block (%d), nkv 0 (%d); takes 24/4 x256 to 8192 by 8 and 16/8 to 16384 by 16; "
+           "refuses by cudaErrorInvalidValue (a shape; an odd rope width with attn_prep inside)",
+           k_hd128, k_g3, k_g16, k_c17, k_c1, k_long, k_nkv);
+    }
     {
         const int n = 248320;
         float *x = hnew(n);
@@ -1814,8 +1903,11 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
     ok(kc_attention_gqa_ok(H, Hkv, hd, ctx), "attention_gqa takes %d/%d heads x%d at ctx %d", H, Hkv, hd, ctx);
     const int npos_list[5] = {1, 37, 65, 700, npmax};
     ok(kc_attention_short_ok(H, Hkv, hd), "attention_short takes %d/%d heads x%d", H, Hkv, hd);
-    for (int kind = 0; kind < 5; kind++)
+    T_CK(kc_attention_setup(ctx, hd));
+    for (int kind = 0; kind < 7; kind++)
         for (int pi = 0; pi < 5; pi++) {
+            /* kinds 5, 6: attention_kvc over clusters of 16 and 3 blocks per kv head, where it takes the shape */
+            if (kind >= 5 && !kc_attention_kvc_ok(H, Hkv, hd, kind == 5 ? 16 : 3, npmax)) continue;
             const int npos = npos_list[pi], pos = npos - 1;
             T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
             attention(ref, q, gate, kc, vc, H, Hkv, hd, npos, att);
@@ -1824,7 +1916,10 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
             cudaError_t e = cudaSuccess;
             for (int rep = 0; rep < 2; rep++) {
                 poison(dy, H * hd * 4);
-                e = kind >= 3 ? kc_attention_short_cl(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
+                e = kind >= 5 ? kc_attention_kvc(dq, NULL, NULL, NULL, NULL, dk, dv, dqg + hd, 2 * hd, dy,
+                                                 rep ? doq : NULL, H, Hkv, hd, kind == 5 ? 16 : 3, npmax, 0, 0.0f,
+                                                 0.0f, 1.0f / sqrtf((float)hd), dpos, 0)
+                    : kind >= 3 ? kc_attention_short_cl(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
                                                       kind == 3 ? 4 : 3, 1.0f / sqrtf((float)hd), dpos, 0)
                     : kind == 2 ? kc_attention_short(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
                                                    1.0f / sqrtf((float)hd), dpos, 0)
@@ -1845,7 +1940,7 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
             }
             ok(e == cudaSuccess && worst <= 1e-5 && badq == 0,
                "attention_%s GQA %d/%d x%d over %d of %d positions (%d splits) vs CPU twin: max_rel %.3e <= 1e-05; "
-               "q8 output %zu blocks unequal (%s)", kind == 4 ? "short_cl(3)" : kind == 3 ? "short_cl(4)" : kind == 2 ? "short" : kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
+               "q8 output %zu blocks unequal (%s)", kind == 6 ? "kvc(3)" : kind == 5 ? "kvc(16)" : kind == 4 ? "short_cl(3)" : kind == 3 ? "short_cl(4)" : kind == 2 ? "short" : kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
                cudaGetErrorString(e));
         }
     unsigned int hc[64], csum = 0;
