@@ -3088,6 +3088,27 @@ __device__ __forceinline__ void akc_prep_row(const float *x, const float4 (&w)[2
     __syncwarp();
 }
 
+/* a consumer warp's two rows of ring slot s (lap `lap`): rows ta + wid and ta + wid + 16, this lane's dims 4l + 128j,
+ * zero past t1; position n - 1 from `cur` (the current k or v row in shared memory, PREP); then the slot released */
+template <bool PREP>
+__device__ __forceinline__ void akc_take_rows(unsigned char *akcsm, const unsigned char *ring, const float *cur, int s,
+                                              int lap, int ta, int n, int t1, float4 (&r)[2][2])
+{
+    const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    mbar_wait(smem_addr(akcsm + 8 * s), lap & 1);
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        const int t = ta + wid + AKC_WARPS * i;
+        const float *src = PREP && t == n - 1 ? cur
+                                              : (const float *)(ring + (size_t)s * AKC_P * AKC_ROW +
+                                                                (size_t)(wid + AKC_WARPS * i) * AKC_ROW);
+#pragma unroll
+        for (int j = 0; j < 2; j++) r[i][j] = t < t1 ? ((const float4 *)src)[lane + 32 * j] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(smem_addr(akcsm + 8 * (Q8T_MAX_STAGES + s)));
+}
+
 template <int G, bool PREP>
 __global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvc_kernel(
     const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
@@ -3159,20 +3180,8 @@ __global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvc_kernel(
                 for (int j = 0; j < 2; j++) qv[g][j] = ((const float4 *)(sq + g * 256))[lane + 32 * j];
             for (int k = 0; k < nsl; k++) {
                 const int s = k % AKC_NS, lap = k / AKC_NS, ta = t0 + k * AKC_P;
-                mbar_wait(smem_addr(akcsm + 8 * s), lap & 1);
                 float4 kr[2][2];
-#pragma unroll
-                for (int i = 0; i < 2; i++) {
-                    const int t = ta + wid + AKC_WARPS * i;
-                    const float *src = PREP && t == n - 1 ? sk
-                                                          : (const float *)(ring + (size_t)s * AKC_P * AKC_ROW +
-                                                                            (size_t)(wid + AKC_WARPS * i) * AKC_ROW);
-#pragma unroll
-                    for (int j = 0; j < 2; j++)
-                        kr[i][j] = t < t1 ? ((const float4 *)src)[lane + 32 * j] : make_float4(0.f, 0.f, 0.f, 0.f);
-                }
-                __syncwarp();
-                if (lane == 0) mbar_arrive(smem_addr(akcsm + 8 * (Q8T_MAX_STAGES + s)));
+                akc_take_rows<PREP>(akcsm, ring, sk, s, lap, ta, n, t1, kr);
                 float v[16];
 #pragma unroll
                 for (int i = 0; i < 2; i++)
@@ -3217,20 +3226,8 @@ __global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvc_kernel(
             for (int j = 0; j < 2; j++) acc[g][j] = make_float4(0.f, 0.f, 0.f, 0.f);
         for (int k = nsl; k < 2 * nsl; k++) {
             const int s = k % AKC_NS, lap = k / AKC_NS, ta = t0 + (k - nsl) * AKC_P;
-            mbar_wait(smem_addr(akcsm + 8 * s), lap & 1);
             float4 vr[2][2];
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                const int t = ta + wid + AKC_WARPS * i;
-                const float *src = PREP && t == n - 1 ? sv
-                                                      : (const float *)(ring + (size_t)s * AKC_P * AKC_ROW +
-                                                                        (size_t)(wid + AKC_WARPS * i) * AKC_ROW);
-#pragma unroll
-                for (int j = 0; j < 2; j++)
-                    vr[i][j] = t < t1 ? ((const float4 *)src)[lane + 32 * j] : make_float4(0.f, 0.f, 0.f, 0.f);
-            }
-            __syncwarp();
-            if (lane == 0) mbar_arrive(smem_addr(akcsm + 8 * (Q8T_MAX_STAGES + s)));
+            akc_take_rows<PREP>(akcsm, ring, sv, s, lap, ta, n, t1, vr);
 #pragma unroll
             for (int i = 0; i < 2; i++) {
                 const int t = ta + wid + AKC_WARPS * i;
