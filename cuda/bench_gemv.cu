@@ -1366,7 +1366,7 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
 }
 
 /* --shape attn: the two split attentions, attention_short and its clustered form (2, 4, 8 blocks per
- * head), attention_kvc (clusters of 8 and 16 per kv head, where they take n) alone on the 27B shape
+ * head), attention_kvc (clusters of 8 and 16 per kv head, where they take n; kvct: by tensor copies) alone on the 27B shape
  * (24/4 heads x 256, ctx 32768) at n = 16, 64, 100, 128, 192, 256, 512, 612, 1024, 4096, 8192, 16384, 32768
  * positions, back-to-back launches; attention_gqa also with phases skipped (timing
  * only: 1 QK, 2 V, 4 the merge's loads, 8 all work before the ticket) to see where its time goes */
@@ -1393,6 +1393,9 @@ static int bench_attn(cudaStream_t st)
     CK(cudaMemset(vc, 0, kvn * 4));
     CK(cudaMemset(cnt, 0, H * 4));
     CK(kc_attention_setup(ctx, hd));
+    kc_tmap tmkv[2]; /* the caches' tensor maps (attention_kvct) */
+    CK(kc_kv_tmap(&tmkv[0], kc, ctx, Hkv, hd));
+    CK(kc_kv_tmap(&tmkv[1], vc, ctx, Hkv, hd));
     const int ns_list[13] = {16, 64, 100, 128, 192, 256, 512, 612, 1024, 4096, 8192, 16384, 32768};
     for (int ni = 0; ni < 13; ni++) {
         const int p = ns_list[ni] - 1;
@@ -1416,16 +1419,17 @@ static int bench_attn(cudaStream_t st)
             printf("attn\tattention_short_cl(%d) n=%d\t-\t-\t%.2f\t-\t%zu\n", cs, ns_list[ni], us,
                    (size_t)ns_list[ni] * Hkv * hd * 8);
         }
-        for (int cs = 8; cs <= 16; cs *= 2) { /* the attention by kv head over a cluster (attn_kvc), where it takes n */
-            if (!kc_attention_kvc_ok(H, Hkv, hd, cs, ns_list[ni])) continue;
-            auto kvc = [&](int) {
-                return kc_attention_kvc(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, cs,
-                                        ns_list[ni], 0, 0.0f, 0.0f, 0.0625f, pos, st);
-            };
-            if (time_batches(kvc, 3, st, &us)) return 1;
-            printf("attn\tattention_kvc(%d) n=%d\t-\t-\t%.2f\t-\t%zu\n", cs, ns_list[ni], us,
-                   (size_t)ns_list[ni] * Hkv * hd * 8);
-        }
+        for (int tmi = 0; tmi < 2; tmi++) /* the attention by kv head over a cluster (attn_kvc; attn_kvc_tm: kvct) */
+            for (int cs = 8; cs <= 16; cs *= 2) {
+                if (!kc_attention_kvc_ok(H, Hkv, hd, cs, ns_list[ni])) continue;
+                auto kvc = [&](int) {
+                    return kc_attention_kvc(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, cs,
+                                            ns_list[ni], 0, 0.0f, 0.0f, 0.0625f, pos, tmi ? tmkv : NULL, st);
+                };
+                if (time_batches(kvc, 3, st, &us)) return 1;
+                printf("attn\tattention_kvc%s(%d) n=%d\t-\t-\t%.2f\t-\t%zu\n", tmi ? "t" : "", cs, ns_list[ni],
+                       us, (size_t)ns_list[ni] * Hkv * hd * 8);
+            }
         const int dbg[6] = {0, 1, 2, 4, 8, 7};
         for (int di = 0; di < 6; di++) {
             CK(cudaMemcpyToSymbol(g_ag_dbg, &dbg[di], sizeof(int)));

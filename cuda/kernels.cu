@@ -19,6 +19,7 @@
 #include "kernels.cuh"
 
 #include <string.h>
+#include <cuda.h> /* CUtensorMap and its enums only: the encoder comes from the driver at run time */
 
 static __thread int g_pdl; /* kc_set_pdl */
 void kc_set_pdl(int on) { g_pdl = on; }
@@ -3109,11 +3110,27 @@ __device__ __forceinline__ void akc_take_rows(unsigned char *akcsm, const unsign
     if (lane == 0) mbar_arrive(smem_addr(akcsm + 8 * (Q8T_MAX_STAGES + s)));
 }
 
-template <int G, bool PREP>
-__global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvc_kernel(
+/* the ring's slot s <- rows [ta, ta + AKC_P) of kv head kvh from a cache's tensor map (kc_kv_tmap): one bulk
+ * tensor copy of a (AKC_P, 256) box, completing AKC_P * AKC_ROW bytes on bar (rows past the cache's end zero) */
+__device__ __forceinline__ void akc_tensor_rows(uint32_t dst, const kc_tmap *map, int kvh, int ta, uint32_t bar)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+                 "[%4];" ::"r"(dst),
+                 "l"((uint64_t)map), "r"(kvh * 256), "r"(ta), "r"(bar)
+                 : "memory");
+#endif
+}
+
+/* attention_kvc's body; TM (attention_kvct_kernel, option attn_kvc_tm=1, PERF-NOTES v36): the producer fills
+ * each slot by ONE tensor copy of the slot's 32 rows (tmk, tmv: the layer's K and V cache maps) where TM = 0
+ * issues 32 bulk copies of a row each (v35-v36 bench: ~36 ns per copied row per block, whatever the block
+ * computes: the copies' issue, not the bytes, bounded the block) */
+template <int G, bool PREP, bool TM>
+__device__ __forceinline__ void attention_kvc_body(
     const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
     float *kc, float *vc, const float *gate, int gs, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nkv,
-    int rd, float base, float eps, float scale, const int32_t *pos)
+    int rd, float base, float eps, float scale, const int32_t *pos, const kc_tmap *tmk, const kc_tmap *tmv)
 {
     constexpr int hd = 256;
     extern __shared__ __align__(128) unsigned char akcsm[];
@@ -3148,6 +3165,13 @@ __global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvc_kernel(
             if (PREP && cur && ta + ncp == n) ncp--;
             if (lap) mbar_wait(smem_addr(akcsm + 8 * (Q8T_MAX_STAGES + s)), (lap - 1) & 1);
             const uint32_t bar = smem_addr(akcsm + 8 * s);
+            if (TM) { /* the whole box: rows past t1 (and the current one, PREP) land too, never read */
+                if (lane == 0) {
+                    mbar_expect_tx(bar, (uint32_t)AKC_P * AKC_ROW);
+                    akc_tensor_rows(smem_addr(ring + (size_t)s * AKC_P * AKC_ROW), k < nsl ? tmk : tmv, kvh, ta, bar);
+                }
+                continue;
+            }
             if (lane == 0) mbar_expect_tx(bar, (uint32_t)ncp * AKC_ROW);
             __syncwarp();
             if (lane < ncp)
@@ -3290,6 +3314,27 @@ __global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvc_kernel(
     cluster_sync_all(); /* every block's shared memory read */
 }
 
+template <int G, bool PREP>
+__global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvc_kernel(
+    const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *kc, float *vc, const float *gate, int gs, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nkv,
+    int rd, float base, float eps, float scale, const int32_t *pos)
+{
+    attention_kvc_body<G, PREP, false>(q, ak, av, qnw, knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos,
+                                       NULL, NULL);
+}
+
+template <int G, bool PREP>
+__global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvct_kernel(
+    const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *kc, float *vc, const float *gate, int gs, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nkv,
+    int rd, float base, float eps, float scale, const int32_t *pos, const __grid_constant__ kc_tmap tmk,
+    const __grid_constant__ kc_tmap tmv)
+{
+    attention_kvc_body<G, PREP, true>(q, ak, av, qnw, knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos,
+                                      &tmk, &tmv);
+}
+
 static cudaError_t attention_kvc_setup(void)
 {
     cudaError_t e = cudaSuccess;
@@ -3301,6 +3346,14 @@ static cudaError_t attention_kvc_setup(void)
     AKC_SET(2, false) AKC_SET(4, false) AKC_SET(6, false) AKC_SET(8, false)
     AKC_SET(2, true) AKC_SET(4, true) AKC_SET(6, true) AKC_SET(8, true)
 #undef AKC_SET
+#define AKCT_SET(G_, P_)                                                                                          \
+    if (e == cudaSuccess)                                                                                         \
+        e = cudaFuncSetAttribute(attention_kvct_kernel<G_, P_>, cudaFuncAttributeMaxDynamicSharedMemorySize, AKC_SMEM); \
+    if (e == cudaSuccess)                                                                                         \
+        e = cudaFuncSetAttribute(attention_kvct_kernel<G_, P_>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    AKCT_SET(2, false) AKCT_SET(4, false) AKCT_SET(6, false) AKCT_SET(8, false)
+    AKCT_SET(2, true) AKCT_SET(4, true) AKCT_SET(6, true) AKCT_SET(8, true)
+#undef AKCT_SET
     return e;
 }
 
@@ -3314,12 +3367,18 @@ int kc_attention_kvc_ok(int nh, int nkv, int hd, int csize, int nmax)
 cudaError_t kc_attention_kvc(const float *qg, const float *ak, const float *av, const float *qnw, const float *knw,
                              float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
                              int nkv, int hd, int csize, int nmax, int rd, float base, float eps, float scale,
-                             const int32_t *pos, cudaStream_t st)
+                             const int32_t *pos, const kc_tmap *tm, cudaStream_t st)
 {
     if (!kc_attention_kvc_ok(nh, nkv, hd, csize, nmax) || (ak && (rd < 0 || rd > hd || rd % 2))) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)(nkv * csize));
 #define AKC_LAUNCH(G_)                                                                                             \
-    if (ak)                                                                                                        \
+    if (tm && ak)                                                                                                  \
+        kc_launch_cluster(attention_kvct_kernel<G_, true>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw,    \
+                          knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1]);           \
+    else if (tm)                                                                                                   \
+        kc_launch_cluster(attention_kvct_kernel<G_, false>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw,   \
+                          knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1]);           \
+    else if (ak)                                                                                                        \
         kc_launch_cluster(attention_kvc_kernel<G_, true>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw, knw, \
                           kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos);                              \
     else                                                                                                           \
@@ -3333,6 +3392,31 @@ cudaError_t kc_attention_kvc(const float *qg, const float *ak, const float *av, 
     }
 #undef AKC_LAUNCH
     return cudaGetLastError();
+}
+
+typedef CUresult (*kc_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                       const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                       CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+cudaError_t kc_kv_tmap(kc_tmap *map, const float *cache, int ctx, int nkv, int hd)
+{
+    static_assert(sizeof(kc_tmap) == sizeof(CUtensorMap) && alignof(kc_tmap) == alignof(CUtensorMap),
+                  "kc_tmap holds a CUtensorMap");
+    if (!map || !cache || ctx < 1 || nkv < 1 || hd != 256 || (uintptr_t)cache % 16) return cudaErrorInvalidValue;
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult qr;
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &qr);
+    if (e != cudaSuccess) return e;
+    if (qr != cudaDriverEntryPointSuccess || !fn) return cudaErrorNotSupported;
+    /* the cache (ctx, nkv * hd) as a 2D tensor of f32, the inner dimension first; a box is one kv head's
+     * slice of AKC_P consecutive rows */
+    const cuuint64_t dim[2] = {(cuuint64_t)nkv * hd, (cuuint64_t)ctx}, stride[1] = {(cuuint64_t)nkv * hd * 4};
+    const cuuint32_t box[2] = {(cuuint32_t)hd, AKC_P}, estride[2] = {1, 1};
+    const CUresult r = ((kc_encode_tiled_fn)fn)((CUtensorMap *)map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)cache, dim,
+                                                stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 

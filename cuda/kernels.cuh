@@ -464,10 +464,19 @@ cudaError_t kc_attention_gqa(const float *q, const float *kc, const float *vc, c
  * kc_attention_kvc_ok: hd 256, nh/nkv 2, 4, 6 or 8, ceil(nmax / csize) <= 1024 (nmax: the most positions
  * a step will hold). kc_attention_setup first. */
 int kc_attention_kvc_ok(int nh, int nkv, int hd, int csize, int nmax);
+/* A driver tensor map (CUtensorMap, 128 bytes) kept opaque here, so that this header needs no cuda.h */
+typedef struct kc_tmap {
+    alignas(128) unsigned char b[128];
+} kc_tmap;
+/* tm (2,): NULL, or the K and V caches' tensor maps (kc_kv_tmap): each ring slot is then filled by one tensor
+ * copy of its 32 rows instead of a bulk copy per row (option attn_kvc_tm, PERF-NOTES v36); the same bits */
 cudaError_t kc_attention_kvc(const float *qg, const float *ak, const float *av, const float *qnw, const float *knw,
                              float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
                              int nkv, int hd, int csize, int nmax, int rd, float base, float eps, float scale,
-                             const int32_t *pos, cudaStream_t st);
+                             const int32_t *pos, const kc_tmap *tm, cudaStream_t st);
+/* map <- the tensor map kc_attention_kvc's tm reads one cache (ctx, nkv, hd) by (hd 256 only; the driver's
+ * cuTensorMapEncodeTiled, found at run time: cudaErrorNotSupported where the driver lacks it) */
+cudaError_t kc_kv_tmap(kc_tmap *map, const float *cache, int ctx, int nkv, int hd);
 /* Largest ctx kc_attention serves (shared-memory bound), and the one-time setup
  * (raises its and kc_attention_kvc's dynamic shared-memory limits; call before graph capture). */
 int kc_attention_max_ctx(void);

@@ -294,6 +294,7 @@ void kc_model_free(kc_model *m)
     (void)cudaGetLastError();
     free(m->allocs);
     free(m->gs);
+    free(m->kv_tmap);
     free(m->layers);
     free(m);
 }
@@ -414,6 +415,38 @@ static const char *kname(char *buf, size_t n, const char *op, const kc_mat *w)
 /* ------------------------------------------------------------------ the step */
 
 /* Two matrices kc_matvec2 takes in one launch: same type, width and layout */
+/* m->kv_tmap <- the K and V cache tensor maps of every attention layer (option attn_kvc_tm); 0, or -1 with the
+ * error set (no host memory). A driver that cannot encode them (cudaErrorNotSupported: no cuTensorMapEncodeTiled)
+ * turns attn_kvc_tm off: the bulk copies per row go on, the same bits. */
+static int kv_tmaps_build(kc_model *m)
+{
+    const kc_dims *d = &m->dm;
+    const size_t kvs = (size_t)d->ctx * d->nkv * d->hd;
+    kc_tmap *t = (kc_tmap *)aligned_alloc(alignof(kc_tmap), (size_t)m->n_attn * 2 * sizeof *t);
+    if (!t) {
+        kc_set_err(m, "out of host memory (attn_kvc_tm: the caches' tensor maps)");
+        return -1;
+    }
+    for (int i = 0; i < m->n_attn; i++)
+        for (int j = 0; j < 2; j++) {
+            const cudaError_t e = kc_kv_tmap(&t[2 * i + j], (j ? m->vcache : m->kcache) + (size_t)i * kvs, d->ctx,
+                                             d->nkv, d->hd);
+            if (e == cudaErrorNotSupported) {
+                free(t);
+                m->attn_kvc_tm = 0;
+                return 0;
+            }
+            if (e != cudaSuccess) {
+                kc_set_err(m, "attn_kvc_tm: the %s cache tensor map of attention layer %d: %s", j ? "V" : "K", i,
+                           cudaGetErrorString(e));
+                free(t);
+                return -1;
+            }
+        }
+    m->kv_tmap = t;
+    return 0;
+}
+
 static int same_shape_class(const kc_mat *a, const kc_mat *b)
 {
     return a->type == b->type && a->cols == b->cols && a->layout == b->layout && a->gemv == b->gemv;
@@ -753,12 +786,15 @@ int kc_layer_step(kc_model *m, int l)
          * with attn_long=gqa); the output is quantised for wo by the same launch (dot=q8), so the out
          * projection needs no quantize launch of its own */
         const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
+        /* attn_kvc_tm: the caches' tensor maps, built on the first step that takes them (host work only) */
+        if (kvc && m->attn_kvc_tm && !m->kv_tmap && kv_tmaps_build(m)) goto cleanup;
         if (kvc)
-            RUN("attention_kvc",
+            RUN(m->attn_kvc_tm ? "attention_kvct" : "attention_kvc",
                 kc_attention_kvc(fuse_ok ? m->qg : m->aq, fuse_ok ? m->ak : NULL, m->av, L->q_norm, L->k_norm, kc, vc,
                                  m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, m->attn_kvc,
                                  d->ctx < m->attn_cl ? d->ctx : m->attn_cl, d->rope_dim, d->rope_base, d->eps,
-                                 1.0f / sqrtf((float)hd), &m->ctl->pos, st));
+                                 1.0f / sqrtf((float)hd), &m->ctl->pos, m->attn_kvc_tm ? m->kv_tmap + 2 * ai : NULL,
+                                 st));
         else if (fuse_ok && m->attn_short_step == 1)
             RUN("attention_short_prep",
                 kc_attention_short_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, kc, vc, m->ao, q8_wo ? m->xq : NULL,

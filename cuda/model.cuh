@@ -111,6 +111,8 @@ typedef struct kc_model {
     int attn_fuse;            /* option attn_fuse: attn_prep inside the short attention, bit 1 one block, bit 2 clustered */
     int attn_kvc, attn_kvc_from; /* options attn_kvc, attn_kvc_from: the steps with attn_kvc_from < n <= attn_cl by kv head
                                   * (kc_attention_kvc) over clusters of attn_kvc blocks; 0 off */
+    int attn_kvc_tm;          /* option attn_kvc_tm: attention_kvc's ring slots by one tensor copy each (kv_tmap) */
+    kc_tmap *kv_tmap;         /* (n_attn, 2) each attention layer's K and V cache tensor maps, built at first use */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */
     int pdl;                  /* option pdl: programmatic dependent launch of the step's kernels */

@@ -1492,11 +1492,12 @@ static void test_gdn_small(void)
      * within 1e-5 (its q/k norms sum in another order than attn_prep's block_sum), the appended k and v rows
      * within 1e-5, every other cache row untouched, its q8 output equal to quantize_q8 of its out; 27B and 9B
      * heads (24/4 and 16/4 x256, rope 64), clusters of 16, 8 and 3 at positions 0, 36, 200 and 700 (the cluster's
-     * later blocks empty at 0 and 36); then the shapes and sizes it refuses */
+     * later blocks empty at 0 and 36); attention_kvct (attn_kvc_tm: the ring filled by tensor copies) bit for bit
+     * against attention_kvc in both forms, its caches too; then the shapes and sizes it refuses */
     {
         const int shp[2][2] = {{24, 4}, {16, 4}}, csz[3] = {16, 8, 3}, posl[4] = {0, 36, 200, 700};
         const int ctx = 768, hd = 256, rd = 64;
-        size_t bad = 0, runs = 0;
+        size_t bad = 0, runs = 0, badtm = 0;
         double worst = 0;
         for (int si = 0; si < 2; si++) {
             const int H = shp[si][0], Hkv = shp[si][1];
@@ -1513,8 +1514,14 @@ static void test_gdn_small(void)
             float *dqg = dup_f(qg, H * 2 * hd), *dk = dup_f(k, Hkv * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
             float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd), *daq = (float *)dnew(H * hd * 4);
             float *dkc1 = dup_f(cache, kvn), *dvc1 = dup_f(cache, kvn), *dkc2 = dup_f(cache, kvn), *dvc2 = dup_f(cache, kvn);
-            float *dy1 = (float *)dnew(H * hd * 4), *dy2 = (float *)dnew(H * hd * 4);
+            float *dy1 = (float *)dnew(H * hd * 4), *dy2 = (float *)dnew(H * hd * 4), *dy3 = (float *)dnew(H * hd * 4);
+            float *dkc3 = dup_f(cache, kvn), *dvc3 = dup_f(cache, kvn), *a3 = hnew(kvn);
             kc_q8blk *dq2 = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
+            kc_tmap tm1[2], tm3[2]; /* the tensor maps of caches 1 (after attn_prep) and 3 (attention_kvct appends) */
+            T_CK(kc_kv_tmap(&tm1[0], dkc1, ctx, Hkv, hd));
+            T_CK(kc_kv_tmap(&tm1[1], dvc1, ctx, Hkv, hd));
+            T_CK(kc_kv_tmap(&tm3[0], dkc3, ctx, Hkv, hd));
+            T_CK(kc_kv_tmap(&tm3[1], dvc3, ctx, Hkv, hd));
             int32_t *dpos;
             T_CK(cudaMalloc(&dpos, 4));
             T_CK(kc_attention_setup(ctx, hd));
@@ -1528,11 +1535,25 @@ static void test_gdn_small(void)
                     T_CK(cudaMemcpy(dvc1, cache, kvn * 4, cudaMemcpyHostToDevice)); /* of an earlier run in either */
                     T_CK(kc_attn_prep(dqg, dk, dv, dqw, dkw, daq, dkc1, dvc1, H, Hkv, hd, rd, 1e7f, 1e-6f, dpos, 1, 0));
                     T_CK(kc_attention_kvc(daq, NULL, NULL, NULL, NULL, dkc1, dvc1, dqg + hd, 2 * hd, dy1, NULL, H, Hkv, hd,
-                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, 0));
+                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, NULL, 0));
+                    poison(dy3, H * hd * 4);
+                    T_CK(kc_attention_kvc(daq, NULL, NULL, NULL, NULL, dkc1, dvc1, dqg + hd, 2 * hd, dy3, NULL, H, Hkv, hd,
+                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, tm1, 0));
+                    get_f(a1, dy1, H * hd); get_f(a2, dy3, H * hd);
+                    badtm += n_unequal(a2, a1, (size_t)H * hd);
                     poison(dy2, H * hd * 4);
                     poison(dq2, H * hd / 32 * sizeof(kc_q8blk));
                     T_CK(kc_attention_kvc(dqg, dk0, dv, dqw, dkw, dkc2, dvc2, dqg + hd, 2 * hd, dy2, dq2, H, Hkv, hd,
-                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, 0));
+                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, NULL, 0));
+                    poison(dy3, H * hd * 4);
+                    T_CK(kc_attention_kvc(dqg, dk0, dv, dqw, dkw, dkc3, dvc3, dqg + hd, 2 * hd, dy3, NULL, H, Hkv, hd,
+                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, tm3, 0));
+                    get_f(a1, dy2, H * hd); get_f(a2, dy3, H * hd);
+                    badtm += n_unequal(a2, a1, (size_t)H * hd);
+                    get_f(a1, dkc2, kvn); get_f(a3, dkc3, kvn); badtm += n_unequal(a3, a1, kvn);
+                    get_f(a1, dvc2, kvn); get_f(a3, dvc3, kvn); badtm += n_unequal(a3, a1, kvn);
+                    T_CK(cudaMemcpy(dkc3, cache, kvn * 4, cudaMemcpyHostToDevice));
+                    T_CK(cudaMemcpy(dvc3, cache, kvn * 4, cudaMemcpyHostToDevice));
                     get_f(a1, dy1, H * hd); get_f(a2, dy2, H * hd);
                     double r = max_rel(a2, a1, H * hd);
                     worst = r > worst ? r : worst;
@@ -1553,10 +1574,25 @@ static void test_gdn_small(void)
                     get_f(a1, dk0, Hkv * hd); bad += n_unequal(a1, k, Hkv * hd); /* its k input left as it was */
                     runs++;
                 }
-            free(qg); free(k); free(v); free(qw); free(kw); free(cache); free(a1); free(a2); free(rq);
+            free(qg); free(k); free(v); free(qw); free(kw); free(cache); free(a1); free(a2); free(a3); free(rq);
             cudaFree(dqg); cudaFree(dk); cudaFree(dk0); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(daq);
             cudaFree(dkc1); cudaFree(dvc1); cudaFree(dkc2); cudaFree(dvc2); cudaFree(dy1); cudaFree(dy2);
-            cudaFree(dq2); cudaFree(dpos);
+            cudaFree(dy3); cudaFree(dkc3); cudaFree(dvc3); cudaFree(dq2); cudaFree(dpos);
+        }
+        ok(badtm == 0 && runs == 24,
+           "attention_kvct (attn_kvc_tm: each ring slot one tensor copy) vs attention_kvc, with attn_prep inside and "
+           "without (24/4 and 16/4 x256; clusters of 16, 8, 3 at positions 0, 36, 200, 700): %zu values unequal "
+           "(out, both caches) over %zu runs", badtm, runs);
+        {
+            kc_tmap tm;
+            float *dc = (float *)dnew(768 * 4 * 256 * 4);
+            const cudaError_t t128 = kc_kv_tmap(&tm, dc, 768, 4, 128), t0 = kc_kv_tmap(&tm, dc, 0, 4, 256),
+                              tn = kc_kv_tmap(&tm, NULL, 768, 4, 256), tmis = kc_kv_tmap(&tm, dc + 1, 768, 4, 256);
+            ok(t128 == cudaErrorInvalidValue && t0 == cudaErrorInvalidValue && tn == cudaErrorInvalidValue &&
+                   tmis == cudaErrorInvalidValue && kc_kv_tmap(&tm, dc, 768, 4, 256) == cudaSuccess,
+               "kc_kv_tmap refuses hd 128, ctx 0, no cache and a misaligned one by cudaErrorInvalidValue; takes "
+               "768 x 4 x 256");
+            cudaFree(dc);
         }
         ok(bad == 0 && runs == 24 && worst <= 1e-5,
            "attention_kvc with attn_prep inside vs attn_prep + attention_kvc (24/4 and 16/4 x256 rope 64; clusters of "
@@ -1569,9 +1605,9 @@ static void test_gdn_small(void)
         ok(!k_hd128 && !k_g3 && !k_g16 && !k_c17 && !k_c1 && !k_long && !k_nkv &&
                kc_attention_kvc_ok(24, 4, 256, 8, 8192) && kc_attention_kvc_ok(16, 8, 256, 16, 16384) &&
                kc_attention_kvc(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 12, 4, 256, 8, 512, 64,
-                                1e7f, 1e-6f, 1.0f, NULL, 0) == cudaErrorInvalidValue &&
+                                1e7f, 1e-6f, 1.0f, NULL, NULL, 0) == cudaErrorInvalidValue &&
                kc_attention_kvc(NULL, (const float *)8, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 24, 4, 256, 8,
-                                512, 63, 1e7f, 1e-6f, 1.0f, NULL, 0) == cudaErrorInvalidValue,
+                                512, 63, 1e7f, 1e-6f, 1.0f, NULL, NULL, 0) == cudaErrorInvalidValue,
            "attention_kvc refuses hd 128 (%d), 3 (%d) and 16 (%d) q heads per kv head, clusters of 17 (%d) and 1 (%d), "
            "more than 1024 positions per block (%d), nkv 0 (%d); takes 24/4 x256 to 8192 by 8 and 16/8 to 16384 by 16; "
            "refuses by cudaErrorInvalidValue (a shape; an odd rope width with attn_prep inside)",
@@ -1904,10 +1940,16 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
     const int npos_list[5] = {1, 37, 65, 700, npmax};
     ok(kc_attention_short_ok(H, Hkv, hd), "attention_short takes %d/%d heads x%d", H, Hkv, hd);
     T_CK(kc_attention_setup(ctx, hd));
-    for (int kind = 0; kind < 7; kind++)
+    kc_tmap tmkv[2]; /* kinds 7, 8: the caches' tensor maps (attention_kvct) */
+    const int tm_ok = hd == 256 && kc_kv_tmap(&tmkv[0], dk, ctx, Hkv, hd) == cudaSuccess &&
+                      kc_kv_tmap(&tmkv[1], dv, ctx, Hkv, hd) == cudaSuccess;
+    for (int kind = 0; kind < 9; kind++)
         for (int pi = 0; pi < 5; pi++) {
-            /* kinds 5, 6: attention_kvc over clusters of 16 and 3 blocks per kv head, where it takes the shape */
-            if (kind >= 5 && !kc_attention_kvc_ok(H, Hkv, hd, kind == 5 ? 16 : 3, npmax)) continue;
+            /* kinds 5, 6: attention_kvc over clusters of 16 and 3 blocks per kv head, where it takes the shape;
+             * 7, 8: the same filled by tensor copies (attention_kvct) */
+            const int kvc_cs = kind == 5 || kind == 7 ? 16 : 3;
+            if (kind >= 5 && !kc_attention_kvc_ok(H, Hkv, hd, kvc_cs, npmax)) continue;
+            if (kind >= 7 && !tm_ok) continue;
             const int npos = npos_list[pi], pos = npos - 1;
             T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
             attention(ref, q, gate, kc, vc, H, Hkv, hd, npos, att);
@@ -1917,8 +1959,8 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
             for (int rep = 0; rep < 2; rep++) {
                 poison(dy, H * hd * 4);
                 e = kind >= 5 ? kc_attention_kvc(dq, NULL, NULL, NULL, NULL, dk, dv, dqg + hd, 2 * hd, dy,
-                                                 rep ? doq : NULL, H, Hkv, hd, kind == 5 ? 16 : 3, npmax, 0, 0.0f,
-                                                 0.0f, 1.0f / sqrtf((float)hd), dpos, 0)
+                                                 rep ? doq : NULL, H, Hkv, hd, kvc_cs, npmax, 0, 0.0f, 0.0f,
+                                                 1.0f / sqrtf((float)hd), dpos, kind >= 7 ? tmkv : NULL, 0)
                     : kind >= 3 ? kc_attention_short_cl(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
                                                       kind == 3 ? 4 : 3, 1.0f / sqrtf((float)hd), dpos, 0)
                     : kind == 2 ? kc_attention_short(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
@@ -1940,7 +1982,7 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
             }
             ok(e == cudaSuccess && worst <= 1e-5 && badq == 0,
                "attention_%s GQA %d/%d x%d over %d of %d positions (%d splits) vs CPU twin: max_rel %.3e <= 1e-05; "
-               "q8 output %zu blocks unequal (%s)", kind == 6 ? "kvc(3)" : kind == 5 ? "kvc(16)" : kind == 4 ? "short_cl(3)" : kind == 3 ? "short_cl(4)" : kind == 2 ? "short" : kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
+               "q8 output %zu blocks unequal (%s)", kind == 8 ? "kvct(3)" : kind == 7 ? "kvct(16)" : kind == 6 ? "kvc(3)" : kind == 5 ? "kvc(16)" : kind == 4 ? "short_cl(3)" : kind == 3 ? "short_cl(4)" : kind == 2 ? "short" : kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
                cudaGetErrorString(e));
         }
     unsigned int hc[64], csum = 0;

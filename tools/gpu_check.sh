@@ -291,17 +291,20 @@ run_checks() {
     kern "ctx=4096,attn_short=4,attn_cl=8,attn_fuse=0" --b-kernel attn_prep --b-kernel attention_short \
         --b-kernel attention_short_cl --b-kernel attention_gqa --b-no-kernel attention_short_prep \
         --b-no-kernel attention_short_cl_prep || all=1
-    note "- attn_kvc (the clustered steps by kv head past attn_kvc_from positions; here attn_short=4,attn_kvc_from=8 so steps 5-8 take the cluster by q head and every later one attention_kvc) at 16, 8 and 3 blocks per kv head vs attn=split at dot=f32 tol 1e-3 greedy 16, with attn_prep inside (the default attn_fuse=3) and, at 16, on its own (attn_fuse=1), the kernels the steps took checked (3 blocks at ctx=3072; at ctx=4096 a block would hold more than 1024 positions: the cluster by q head goes on); vs itself with pdl=0 and graph=0 bit for bit"
+    note "- attn_kvc (the clustered steps by kv head past attn_kvc_from positions; here attn_short=4,attn_kvc_from=8 so steps 5-8 take the cluster by q head and every later one attention_kvct, its ring filled by tensor copies: attn_kvc_tm=1, the default) at 16, 8 and 3 blocks per kv head vs attn=split at dot=f32 tol 1e-3 greedy 16, with attn_prep inside (the default attn_fuse=3) and, at 16, on its own (attn_fuse=1), the kernels the steps took checked (3 blocks at ctx=3072; at ctx=4096 a block would hold more than 1024 positions: the cluster by q head goes on); attn_kvc_tm=0 (attention_kvc, a bulk copy per row) the same; kvct vs kvc (attn_kvc_tm=0) bit for bit, with attn_prep inside and on its own; vs itself with pdl=0 and graph=0 bit for bit"
     kern "ctx=4096,attn_short=4,attn_kvc_from=8" --b-kernel attention_short_prep --b-kernel attention_short_cl_prep \
-        --b-kernel attention_kvc --b-no-kernel attn_prep --b-no-kernel attention_short_cl || all=1
+        --b-kernel attention_kvct --b-no-kernel attention_kvc --b-no-kernel attn_prep --b-no-kernel attention_short_cl || all=1
     kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_fuse=1" --b-kernel attention_short_prep --b-kernel attn_prep \
-        --b-kernel attention_short_cl --b-kernel attention_kvc --b-no-kernel attention_short_cl_prep || all=1
+        --b-kernel attention_short_cl --b-kernel attention_kvct --b-no-kernel attention_short_cl_prep || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_tm=0" --b-kernel attention_kvc --b-no-kernel attention_kvct || all=1
     # a block holds at most 1024 positions (kc_attention_kvc_ok): 3 blocks take ctx 3072, not 4096 (the cluster by q
     # head goes on there: the fallback, checked too)
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=8" --b-kernel attention_kvc || all=1
-    kern "ctx=3072,attn_short=4,attn_kvc_from=8,attn_kvc=3" --b-kernel attention_kvc || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=8" --b-kernel attention_kvct || all=1
+    kern "ctx=3072,attn_short=4,attn_kvc_from=8,attn_kvc=3" --b-kernel attention_kvct || all=1
     kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=3" --b-kernel attention_short_cl_prep \
-        --b-no-kernel attention_kvc || all=1
+        --b-no-kernel attention_kvct --b-no-kernel attention_kvc || all=1
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,attn_kvc_tm=0" || all=1
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_fuse=1" "attn_short=4,attn_kvc_from=8,attn_fuse=1,attn_kvc_tm=0" || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,pdl=0" || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,graph=0" || all=1
     note "- delta_trig, delta_pf (where the delta rule lets the out projection launch; its state L2-prefetched before the PDL wait): the default (3, 1) vs 0,0 (the delta rule before v27), 0,1, 1,1 and 2,0, and vs itself with pdl=0 and graph=0"
