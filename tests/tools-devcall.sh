@@ -3,7 +3,8 @@
 # prefix; devcall_models generates each missing perf model once and refuses an unknown name (2);
 # devcall_wide writes the 4-layer models; devcall_test_kernels keeps the TAP and reports its counts and
 # failures; devcall_same runs engine_diff bit for bit with the options given (none when empty) and
-# returns its status; devcall_suite runs a suite from the pack and keeps its log and kernel table, returning the
+# returns its status; devcall_diff runs it at a tolerance with the extra arguments given, keeps its output under a
+# header in OUT/ed.txt and returns its status; devcall_suite runs a suite from the pack and keeps its log and kernel table, returning the
 # run's status; devcall_ab runs ab from the pack (options only where given, DEVCALL_AB_ROUNDS) and returns
 # its status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
 # reports a missing DB. tools/db_fold.sh, which devcall_close and official_h200.sh fold a DB's WAL with: on
@@ -22,7 +23,7 @@ for py in python3 /usr/bin/python3; do
     PYSQL=
 done
 [ -n "$PYSQL" ] || skip_all "no python3 with its sqlite3 module"
-plan 23
+plan 25
 TOOL=$top_srcdir/tools/devcall.sh
 P=$T/root/pack
 mkdir -p "$P/bin" "$P/engines" "$P/lib" "$T/root/tests/fixtures" "$T/res"
@@ -86,6 +87,16 @@ is "--a $P/engines/libkestrel-cuda.so --a-options pdl=0 --b /x/base.so --model /
 run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack ED_RC=1 bash -c ". '$TOOL' >/dev/null && devcall_same cuda '' cuda rms_fold=1 /m/w9.gguf"
 is "1|same bits: libkestrel-cuda.so [] vs libkestrel-cuda.so [rms_fold=1] on w9.gguf: rc 1 FAIL" "$RC|$OUT" \
     "devcall_same: engine_diff's failure is its status"
+
+: >"$STUB_LOG"
+rm -f "$T/res/ed.txt"
+dc "devcall_diff kvct-kvc cuda attn_kvc_tm=0 cuda '' /m/w27.gguf 1e-3 --b-kernel attention_kvct --b-no-kernel attention_kvc"
+is "0|kvct-kvc on w27.gguf [attn_kvc_tm=0] vs [] tol 1e-3: rc 0 PASS|--a $P/engines/libkestrel-cuda.so --a-options attn_kvc_tm=0 --b $P/engines/libkestrel-cuda.so --model /m/w27.gguf --tokens 1,2,3,4,5,6,7,8,200,17,3,42,99,5,128,64 --greedy 48 --tol 1e-3 --b-kernel attention_kvct --b-no-kernel attention_kvc|== kvct-kvc on w27.gguf|PASS" \
+    "$RC|$OUT|$(cat "$STUB_LOG")|$(tr '\n' '|' <"$T/res/ed.txt" | sed 's/|$//')" \
+    "devcall_diff: one line with the verdict; engine_diff at the tolerance with the extra arguments; its output under a header in OUT/ed.txt"
+run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack ED_RC=1 bash -c ". '$TOOL' >/dev/null && devcall_diff two /x/a.so '' cuda pdl=0 /m/w9.gguf 0"
+is "1|two on w9.gguf [] vs [pdl=0] tol 0: rc 1 FAIL|2" "$RC|$OUT|$(grep -c '^== ' "$T/res/ed.txt")" \
+    "devcall_diff: engine_diff's failure is its status; a second diff appended to OUT/ed.txt"
 
 : >"$STUB_LOG"
 dc "devcall_suite q.yaml q1 'matvec_'"

@@ -9,6 +9,10 @@
 #   devcall_wide 27b 9b                   4-layer models of those widths (seed 5, vocab 4096): $DEVCALL_TMP/w27.gguf ...
 #   devcall_test_kernels                  test_kernels -> $OUT/tk.tap; one summary line, then the failures
 #   devcall_same A AOPTS B BOPTS MODEL    engine_diff --tol 0, greedy 16 over 16 tokens; one line with its verdict
+#   devcall_diff LABEL A AOPTS B BOPTS MODEL TOL [ARG...]
+#                                         engine_diff at TOL, greedy 48 over 16 tokens, ARGs passed on (--b-kernel NAME,
+#                                         --b-no-kernel NAME: the routing asked of B's profile=1); its output appended to
+#                                         $OUT/ed.txt under "== LABEL on MODEL"; one line with its verdict
 #   devcall_suite YAML NAME [REGEX]       kestrel-eval run YAML (a path from the pack, engines from the pack) into
 #                                         $OUT/NAME.db, its log $OUT/NAME-log.txt; one line per case; the step traces'
 #                                         per-kernel table to $OUT/NAME-kernels.csv, its rows matching REGEX printed
@@ -20,11 +24,12 @@
 #   devcall_close FILE.db ...             each DB's WAL folded in (tools/db_fold.sh), then xz -9 (FILE.db.xz);
 #                                         a DB whose WAL cannot be folded keeps its files and fails
 #
-# A and B of devcall_same and devcall_ab: a library path, or `cuda` for the packed libkestrel-cuda.so. Every function
-# returns the exit status of what it ran (devcall_same: engine_diff's, devcall_suite: the run's, devcall_ab: ab's), so
-# `|| fail=1` works.
+# A and B of devcall_same, devcall_diff and devcall_ab: a library path, or `cuda` for the packed libkestrel-cuda.so.
+# Every function returns the exit status of what it ran (devcall_same, devcall_diff: engine_diff's, devcall_suite: the
+# run's, devcall_ab: ab's), so `|| fail=1` works.
 # Environment: DEVCALL_PACK (default .carry/gpu-check), DEVCALL_MODELS (default /tmp/kestrel-perf),
-# DEVCALL_TMP (default /tmp), DEVCALL_AB_ROUNDS, DEVCALL_AB_TIMEOUT (devcall_ab), OUT (set by the device tool).
+# DEVCALL_TMP (default /tmp), DEVCALL_AB_ROUNDS, DEVCALL_AB_TIMEOUT (devcall_ab), DEVCALL_ED_TIMEOUT (devcall_same,
+# default 60 s; devcall_diff, default 120 s), OUT (set by the device tool).
 # tests/tools-devcall.sh runs them with stubs.
 
 G=$PWD/${DEVCALL_PACK:-.carry/gpu-check}
@@ -97,6 +102,23 @@ devcall_same() {
         --tol 0 >"$log" 2>&1
     local rc=$?
     echo "same bits: $(basename "$a") [$ao] vs $(basename "$b") [$bo] on $(basename "$m"): rc $rc $(tail -1 "$log" | cut -c1-100)"
+    rm -f "$log"
+    return $rc
+}
+
+# the engine_diff every call script since v34 wrote out as its own ed() (duplicates found seven copies)
+devcall_diff() {
+    local l=$1 a ao=$3 b bo=$5 m=$6 t=$7 log
+    a=$(devcall_lib "$2")
+    b=$(devcall_lib "$4")
+    shift 7
+    log=$(mktemp) || return 1
+    timeout "${DEVCALL_ED_TIMEOUT:-120}" "$B/engine_diff" --a "$a" ${ao:+--a-options "$ao"} \
+        --b "$b" ${bo:+--b-options "$bo"} --model "$m" --tokens "$DEVCALL_TOKENS" --greedy 48 \
+        --tol "$t" "$@" >"$log" 2>&1
+    local rc=$?
+    { echo "== $l on $(basename "$m")"; cat "$log"; } >>"$OUT/ed.txt"
+    echo "$l on $(basename "$m") [$ao] vs [$bo] tol $t: rc $rc $(tail -1 "$log" | cut -c1-100)"
     rm -f "$log"
     return $rc
 }
