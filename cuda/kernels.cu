@@ -3338,22 +3338,18 @@ __global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvct_kernel(
 static cudaError_t attention_kvc_setup(void)
 {
     cudaError_t e = cudaSuccess;
-#define AKC_SET(G_, P_)                                                                                          \
+#define AKC_SET(K_, G_, P_)                                                                                      \
     if (e == cudaSuccess)                                                                                        \
-        e = cudaFuncSetAttribute(attention_kvc_kernel<G_, P_>, cudaFuncAttributeMaxDynamicSharedMemorySize, AKC_SMEM); \
+        e = cudaFuncSetAttribute(K_<G_, P_>, cudaFuncAttributeMaxDynamicSharedMemorySize, AKC_SMEM);              \
     if (e == cudaSuccess)                                                                                        \
-        e = cudaFuncSetAttribute(attention_kvc_kernel<G_, P_>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    AKC_SET(2, false) AKC_SET(4, false) AKC_SET(6, false) AKC_SET(8, false)
-    AKC_SET(2, true) AKC_SET(4, true) AKC_SET(6, true) AKC_SET(8, true)
+        e = cudaFuncSetAttribute(K_<G_, P_>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+#define AKC_SET_ALL(K_)                                                                                          \
+    AKC_SET(K_, 2, false) AKC_SET(K_, 4, false) AKC_SET(K_, 6, false) AKC_SET(K_, 8, false)                      \
+    AKC_SET(K_, 2, true) AKC_SET(K_, 4, true) AKC_SET(K_, 6, true) AKC_SET(K_, 8, true)
+    AKC_SET_ALL(attention_kvc_kernel) /* a bulk copy per row */
+    AKC_SET_ALL(attention_kvct_kernel) /* a tensor copy per slot (attn_kvc_tm) */
+#undef AKC_SET_ALL
 #undef AKC_SET
-#define AKCT_SET(G_, P_)                                                                                          \
-    if (e == cudaSuccess)                                                                                         \
-        e = cudaFuncSetAttribute(attention_kvct_kernel<G_, P_>, cudaFuncAttributeMaxDynamicSharedMemorySize, AKC_SMEM); \
-    if (e == cudaSuccess)                                                                                         \
-        e = cudaFuncSetAttribute(attention_kvct_kernel<G_, P_>, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    AKCT_SET(2, false) AKCT_SET(4, false) AKCT_SET(6, false) AKCT_SET(8, false)
-    AKCT_SET(2, true) AKCT_SET(4, true) AKCT_SET(6, true) AKCT_SET(8, true)
-#undef AKCT_SET
     return e;
 }
 

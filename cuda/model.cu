@@ -414,7 +414,6 @@ static const char *kname(char *buf, size_t n, const char *op, const kc_mat *w)
 
 /* ------------------------------------------------------------------ the step */
 
-/* Two matrices kc_matvec2 takes in one launch: same type, width and layout */
 /* m->kv_tmap <- the K and V cache tensor maps of every attention layer (option attn_kvc_tm); 0, or -1 with the
  * error set (no host memory). A driver that cannot encode them (cudaErrorNotSupported: no cuTensorMapEncodeTiled)
  * turns attn_kvc_tm off: the bulk copies per row go on, the same bits. */
@@ -447,6 +446,7 @@ static int kv_tmaps_build(kc_model *m)
     return 0;
 }
 
+/* Two matrices kc_matvec2 takes in one launch: same type, width and layout */
 static int same_shape_class(const kc_mat *a, const kc_mat *b)
 {
     return a->type == b->type && a->cols == b->cols && a->layout == b->layout && a->gemv == b->gemv;
