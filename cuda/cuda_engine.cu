@@ -54,9 +54,10 @@
  * bits; default 1),
  * attn_fuse=0..3 (attn_prep folded into the short attention: bit 1 the one-block kernel (attention_short_prep),
  * bit 2 the clustered one (attention_short_cl_prep); same bits; default 3, PERF-NOTES v32),
- * attn_kvc=0|2..16 and attn_kvc_from=N (the clustered steps past N positions by kv head, attention_kvc: a cluster
- * of attn_kvc blocks per kv head reads each K and V row once for its q heads; attn_prep inside where attn_fuse bit 2
- * folds it; within rounding of the clustered form; defaults 16 and 1024, PERF-NOTES v35; attn_kvc=0: off),
+ * attn_kvc=0|2..16, attn_kvc_from=N and attn_kvc_to=M (the steps with N < n <= min(ctx, M, attn_kvc x 1024) by
+ * kv head, attention_kvc: a cluster of attn_kvc blocks per kv head reads each K and V row once for its q heads;
+ * attn_prep inside where attn_fuse bit 2 folds it; within rounding of the clustered form; defaults 16, 1024
+ * (PERF-NOTES v35) and 16384 (past attn_cl too, v36); attn_kvc=0: off),
  * attn_kvc_tm=0|1 (attention_kvc's ring slots each filled by one tensor copy of 32 rows through a tensor map of the
  * cache, attention_kvct, instead of a bulk copy per row: same bits; default 1, PERF-NOTES v36; where the driver
  * cannot encode tensor maps the bulk copies go on),
@@ -104,6 +105,8 @@ extern "C" {
 #define ATTN_KVC_DEFAULT 16 /* option attn_kvc: the clustered steps by kv head, 16 blocks per kv head (PERF-NOTES v35) */
 #define ATTN_KVC_FROM_DEFAULT 1024 /* option attn_kvc_from: by kv head past 1024 positions (v35 bench: up to 512 the
                                    * cluster by q head is as fast or faster) */
+#define ATTN_KVC_TO_DEFAULT 16384 /* option attn_kvc_to: by kv head up to 16384 positions, past attn_cl too (v36 call 4:
+                                  * 9B prompt 12288 ab 0.9237 against attention_gqa) */
 #define ATTN_KVC_TM_DEFAULT 1 /* option attn_kvc_tm: a tensor copy per ring slot (PERF-NOTES v36) */
 #define Q8T_HALF_DEFAULT 1 /* option q8t_half: the SwiGLU's gate and up rows in separate slots (PERF-NOTES v29) */
 #define Q8T_BCH_DEFAULT 1  /* option q8t_bch: the down projection's stages as two column halves (PERF-NOTES v31) */
@@ -137,7 +140,7 @@ typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
     int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wu, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, q8t_ogrid, carveout, rms_fold, norm_tail;
     int attn_short, delta_pf, attn_cl, attn_clsize, attn_long, delta_trig, prep_early, attn_early, q8t_half, q8t_bch;
-    int attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_tm;
+    int attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_to, attn_kvc_tm;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -241,6 +244,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->attn_kvc = ATTN_KVC_DEFAULT;
     o->attn_kvc_from = ATTN_KVC_FROM_DEFAULT;
     o->attn_kvc_tm = ATTN_KVC_TM_DEFAULT;
+    o->attn_kvc_to = ATTN_KVC_TO_DEFAULT;
     o->q8t_half = Q8T_HALF_DEFAULT;
     o->q8t_bch = Q8T_BCH_DEFAULT;
     o->q8kind = Q8KIND_DEFAULT;
@@ -317,6 +321,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "attn_kvc") && (v == 0 || (v >= 2 && v <= 16))) o->attn_kvc = (int)v;
         else if (!strcmp(kv, "attn_kvc_from") && v <= INT_MAX) o->attn_kvc_from = (int)v;
         else if (!strcmp(kv, "attn_kvc_tm") && v <= 1) o->attn_kvc_tm = (int)v;
+        else if (!strcmp(kv, "attn_kvc_to") && v <= INT_MAX) o->attn_kvc_to = (int)v;
         else if (!strcmp(kv, "q8t_half") && v <= 1) o->q8t_half = (int)v;
         else if (!strcmp(kv, "q8t_bch") && v <= 1) o->q8t_bch = (int)v;
         else if (!strcmp(kv, "carveout") && v <= 101) o->carveout = v == 101 ? -1 : (int)v;
@@ -330,7 +335,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, prep_early=0..2, attn_early=0|1, attn_fuse=0..3, attn_kvc=0|2..16, attn_kvc_from=0..2147483647, attn_kvc_tm=0|1, q8t_half=0|1, q8t_bch=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, prep_early=0..2, attn_early=0|1, attn_fuse=0..3, attn_kvc=0|2..16, attn_kvc_from=0..2147483647, attn_kvc_tm=0|1, attn_kvc_to=0..2147483647, q8t_half=0|1, q8t_bch=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -632,6 +637,7 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->attn_kvc = o.attn_kvc;
     e->m->attn_kvc_from = o.attn_kvc_from;
     e->m->attn_kvc_tm = o.attn_kvc_tm;
+    e->m->attn_kvc_to = o.attn_kvc_to;
     e->m->q8t_half = o.q8t_half;
     e->m->q8t_bch = o.q8t_bch;
     e->m->q8kind = o.q8kind;

@@ -3353,6 +3353,8 @@ static cudaError_t attention_kvc_setup(void)
     return e;
 }
 
+int kc_attention_kvc_max(int csize) { return csize >= 2 && csize <= 16 ? csize * AKC_CMAX : 0; }
+
 int kc_attention_kvc_ok(int nh, int nkv, int hd, int csize, int nmax)
 {
     if (nkv < 1 || nh % nkv || hd != 256 || csize < 2 || csize > 16 || nmax < 1) return 0;

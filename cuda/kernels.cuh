@@ -464,6 +464,8 @@ cudaError_t kc_attention_gqa(const float *q, const float *kc, const float *vc, c
  * kc_attention_kvc_ok: hd 256, nh/nkv 2, 4, 6 or 8, ceil(nmax / csize) <= 1024 (nmax: the most positions
  * a step will hold). kc_attention_setup first. */
 int kc_attention_kvc_ok(int nh, int nkv, int hd, int csize, int nmax);
+/* the most positions kc_attention_kvc serves with clusters of csize blocks (csize x 1024; 0 for a csize it refuses) */
+int kc_attention_kvc_max(int csize);
 /* A driver tensor map (CUtensorMap, 128 bytes) kept opaque here, so that this header needs no cuda.h */
 typedef struct kc_tmap {
     alignas(128) unsigned char b[128];

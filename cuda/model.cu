@@ -446,6 +446,15 @@ static int kv_tmaps_build(kc_model *m)
     return 0;
 }
 
+/* the largest n of the steps by kv head: min(ctx, attn_kvc_to, what clusters of attn_kvc blocks hold); it is also
+ * the nmax kc_attention_kvc is asked to take */
+static int kvc_top(const kc_model *m)
+{
+    const int cap = kc_attention_kvc_max(m->attn_kvc);
+    int top = m->dm.ctx < m->attn_kvc_to ? m->dm.ctx : m->attn_kvc_to;
+    return top < cap ? top : cap;
+}
+
 /* Two matrices kc_matvec2 takes in one launch: same type, width and layout */
 static int same_shape_class(const kc_mat *a, const kc_mat *b)
 {
@@ -792,7 +801,7 @@ int kc_layer_step(kc_model *m, int l)
             RUN(m->attn_kvc_tm ? "attention_kvct" : "attention_kvc",
                 kc_attention_kvc(fuse_ok ? m->qg : m->aq, fuse_ok ? m->ak : NULL, m->av, L->q_norm, L->k_norm, kc, vc,
                                  m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, m->attn_kvc,
-                                 d->ctx < m->attn_cl ? d->ctx : m->attn_cl, d->rope_dim, d->rope_base, d->eps,
+                                 kvc_top(m), d->rope_dim, d->rope_base, d->eps,
                                  1.0f / sqrtf((float)hd), &m->ctl->pos, m->attn_kvc_tm ? m->kv_tmap + 2 * ai : NULL,
                                  st));
         else if (fuse_ok && m->attn_short_step == 1)
@@ -972,11 +981,12 @@ int kc_model_step(kc_model *m, int want_logits, int capture, int n_pos)
     /* past attn_cl, attn_long=gqa takes the kv-head kernel; where that kernel does not take the shape (its
      * shared memory grows with ctx), the clustered form goes on rather than the slower split kernel */
     const int long_kind = m->attn_long && !kc_attention_gqa_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->dm.ctx) ? 2 : 0;
-    /* from attn_kvc_from positions up to attn_cl, the clustered steps by kv head where that kernel takes the shape */
-    const int nkvc = m->dm.ctx < m->attn_cl ? m->dm.ctx : m->attn_cl;
-    const int cl_kind = m->attn_kvc && n_pos > m->attn_kvc_from &&
-                                kc_attention_kvc_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->attn_kvc, nkvc) ? 3 : 2;
-    m->attn_short_step = m->attn_gqa != 2 ? 0 : n_pos <= m->attn_short ? 1 : n_pos <= m->attn_cl ? cl_kind : long_kind;
+    /* past attn_kvc_from positions up to kvc_top, the clustered steps by kv head where that kernel takes the shape
+     * (their own bound: v36 call 4, past attn_cl they beat attention_gqa); else the cluster by q head up to attn_cl */
+    const int top = kvc_top(m);
+    const int kvc = m->attn_kvc && n_pos > m->attn_kvc_from && n_pos <= top &&
+                    kc_attention_kvc_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->attn_kvc, top);
+    m->attn_short_step = m->attn_gqa != 2 ? 0 : n_pos <= m->attn_short ? 1 : kvc ? 3 : n_pos <= m->attn_cl ? 2 : long_kind;
     const int kind = want_logits + 2 * m->attn_short_step;
     if (trace) KC_CK(m, cudaMemsetAsync(m->trace_n, 0, sizeof *m->trace_n, m->st));
     if (m->use_graph && !capture && m->prof != 1) {

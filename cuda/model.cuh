@@ -109,8 +109,9 @@ typedef struct kc_model {
     int prep_early;           /* option prep_early: gdn_prep's conv weights (and 1: history prefetch) before its wait */
     int attn_early;           /* option attn_early: attn_prep's norm weight and RoPE frequency before its wait */
     int attn_fuse;            /* option attn_fuse: attn_prep inside the short attention, bit 1 one block, bit 2 clustered */
-    int attn_kvc, attn_kvc_from; /* options attn_kvc, attn_kvc_from: the steps with attn_kvc_from < n <= attn_cl by kv head
-                                  * (kc_attention_kvc) over clusters of attn_kvc blocks; 0 off */
+    int attn_kvc, attn_kvc_from, attn_kvc_to; /* options attn_kvc, attn_kvc_from, attn_kvc_to: the steps with
+                                  * attn_kvc_from < n <= kvc_top(m) by kv head (kc_attention_kvc) over clusters of
+                                  * attn_kvc blocks; 0 off */
     int attn_kvc_tm;          /* option attn_kvc_tm: attention_kvc's ring slots by one tensor copy each (kv_tmap) */
     kc_tmap *kv_tmap;         /* (n_attn, 2) each attention layer's K and V cache tensor maps, built at first use */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
@@ -151,7 +152,7 @@ typedef struct kc_model {
     cudaGraphExec_t graph[KC_STEP_KINDS];
     int attn_short_step;      /* the current step's attention (attn=short): 1 kc_attention_short (n <= attn_short),
                                * 2 kc_attention_short_cl (n <= attn_cl), 3 kc_attention_kvc (attn_kvc_from < n <=
-                               * attn_cl), 0 the split kernel */
+                               * min(ctx, attn_kvc_to, attn_kvc x 1024)), 0 the split kernel */
     /* profiling */
     int prof;
     int prof_n_names;

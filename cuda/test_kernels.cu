@@ -1612,6 +1612,12 @@ static void test_gdn_small(void)
            "more than 1024 positions per block (%d), nkv 0 (%d); takes 24/4 x256 to 8192 by 8 and 16/8 to 16384 by 16; "
            "refuses by cudaErrorInvalidValue (a shape; an odd rope width with attn_prep inside)",
            k_hd128, k_g3, k_g16, k_c17, k_c1, k_long, k_nkv);
+        const int mx[5] = {kc_attention_kvc_max(16), kc_attention_kvc_max(3), kc_attention_kvc_max(2),
+                           kc_attention_kvc_max(1), kc_attention_kvc_max(17)};
+        ok(mx[0] == 16384 && mx[1] == 3072 && mx[2] == 2048 && mx[3] == 0 && mx[4] == 0 &&
+               kc_attention_kvc_ok(24, 4, 256, 3, mx[1]) && !kc_attention_kvc_ok(24, 4, 256, 3, mx[1] + 1),
+           "kc_attention_kvc_max: clusters of 16, 3, 2 hold %d, %d, %d positions (16384, 3072, 2048: kc_attention_kvc_ok "
+           "takes 3072 by 3, not 3073), 1 and 17 blocks %d, %d (0: refused)", mx[0], mx[1], mx[2], mx[3], mx[4]);
     }
     {
         const int n = 248320;

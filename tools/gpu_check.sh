@@ -291,18 +291,26 @@ run_checks() {
     kern "ctx=4096,attn_short=4,attn_cl=8,attn_fuse=0" --b-kernel attn_prep --b-kernel attention_short \
         --b-kernel attention_short_cl --b-kernel attention_gqa --b-no-kernel attention_short_prep \
         --b-no-kernel attention_short_cl_prep || all=1
-    note "- attn_kvc (the clustered steps by kv head past attn_kvc_from positions; here attn_short=4,attn_kvc_from=8 so steps 5-8 take the cluster by q head and every later one attention_kvct, its ring filled by tensor copies: attn_kvc_tm=1, the default) at 16, 8 and 3 blocks per kv head vs attn=split at dot=f32 tol 1e-3 greedy 16, with attn_prep inside (the default attn_fuse=3) and, at 16, on its own (attn_fuse=1), the kernels the steps took checked (3 blocks at ctx=3072; at ctx=4096 a block would hold more than 1024 positions: the cluster by q head goes on); attn_kvc_tm=0 (attention_kvc, a bulk copy per row) the same; kvct vs kvc (attn_kvc_tm=0) bit for bit, with attn_prep inside and on its own; vs itself with pdl=0 and graph=0 bit for bit"
+    note "- attn_kvc (the clustered steps by kv head past attn_kvc_from positions; here attn_short=4,attn_kvc_from=8 so steps 5-8 take the cluster by q head and every later one attention_kvct, its ring filled by tensor copies: attn_kvc_tm=1, the default) at 16, 8 and 3 blocks per kv head vs attn=split at dot=f32 tol 1e-3 greedy 16, with attn_prep inside (the default attn_fuse=3) and, at 16, on its own (attn_fuse=1), the kernels the steps took checked (3 blocks at ctx 3072 and 4096: they hold 3072 positions, kc_attention_kvc_max); the kv-head steps' own bound (attn_kvc_to, v36): past it the cluster by q head up to attn_cl and attention_gqa beyond, past attn_cl below it by kv head, with attn_kvc=0 attention_gqa there; attn_kvc_tm=0 (attention_kvc, a bulk copy per row) the same; kvct vs kvc (attn_kvc_tm=0) bit for bit, with attn_prep inside and on its own; vs itself with pdl=0 and graph=0 bit for bit"
     kern "ctx=4096,attn_short=4,attn_kvc_from=8" --b-kernel attention_short_prep --b-kernel attention_short_cl_prep \
         --b-kernel attention_kvct --b-no-kernel attention_kvc --b-no-kernel attn_prep --b-no-kernel attention_short_cl || all=1
     kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_fuse=1" --b-kernel attention_short_prep --b-kernel attn_prep \
         --b-kernel attention_short_cl --b-kernel attention_kvct --b-no-kernel attention_short_cl_prep || all=1
     kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_tm=0" --b-kernel attention_kvc --b-no-kernel attention_kvct || all=1
-    # a block holds at most 1024 positions (kc_attention_kvc_ok): 3 blocks take ctx 3072, not 4096 (the cluster by q
-    # head goes on there: the fallback, checked too)
+    # a block holds at most 1024 positions: 3 blocks take up to 3072 positions (kc_attention_kvc_max), whatever ctx
     kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=8" --b-kernel attention_kvct || all=1
     kern "ctx=3072,attn_short=4,attn_kvc_from=8,attn_kvc=3" --b-kernel attention_kvct || all=1
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=3" --b-kernel attention_short_cl_prep \
-        --b-no-kernel attention_kvct --b-no-kernel attention_kvc || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=3" --b-kernel attention_kvct || all=1
+    # the steps by kv head have their own bound, min(ctx, attn_kvc_to, attn_kvc x 1024) (v36): past it the cluster by
+    # q head up to attn_cl, then attention_gqa; past attn_cl below it, by kv head (attn_kvc=0: gqa there)
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_to=16" --b-kernel attention_kvct \
+        --b-kernel attention_short_cl_prep --b-no-kernel attention_gqa || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_cl=16" --b-kernel attention_kvct --b-no-kernel attention_gqa \
+        --b-no-kernel attention_short_cl || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_cl=16,attn_kvc=0" --b-kernel attention_short_cl_prep \
+        --b-kernel attention_gqa --b-no-kernel attention_kvct --b-no-kernel attention_kvc || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_cl=12,attn_kvc_to=16" --b-kernel attention_kvct \
+        --b-kernel attention_gqa --b-no-kernel attention_short_cl || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,attn_kvc_tm=0" || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_fuse=1" "attn_short=4,attn_kvc_from=8,attn_fuse=1,attn_kvc_tm=0" || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,pdl=0" || all=1
