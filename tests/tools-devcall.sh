@@ -2,7 +2,7 @@
 # tools/devcall.sh with a stub pack (no GPU): sourcing names the packed library by its stripped SHA-256
 # prefix; devcall_models generates each missing perf model once and refuses an unknown name (2);
 # devcall_wide writes the 4-layer models; devcall_test_kernels keeps the TAP and reports its counts and
-# failures; devcall_same runs engine_diff bit for bit with the options given (none when empty) and
+# failures; devcall_bench keeps bench_gemv's table and prints the rows asked, returning its status; devcall_same runs engine_diff bit for bit with the options given (none when empty) and
 # returns its status; devcall_diff runs it at a tolerance with the extra arguments given, keeps its output under a
 # header in OUT/ed.txt and returns its status; devcall_suite runs a suite from the pack and keeps its log and kernel table, returning the
 # run's status; devcall_ab runs ab from the pack (options only where given, DEVCALL_AB_ROUNDS) and returns
@@ -23,7 +23,7 @@ for py in python3 /usr/bin/python3; do
     PYSQL=
 done
 [ -n "$PYSQL" ] || skip_all "no python3 with its sqlite3 module"
-plan 25
+plan 28
 TOOL=$top_srcdir/tools/devcall.sh
 P=$T/root/pack
 mkdir -p "$P/bin" "$P/engines" "$P/lib" "$T/root/tests/fixtures" "$T/res"
@@ -43,6 +43,14 @@ exit 0
 S
 # stub test_kernels: one pass, one failure, exit 1
 printf '#!/bin/sh\nprintf "1..2\\nok 1 - a\\nnot ok 2 - b differs\\n"\nexit 1\n' >"$P/bin/test_kernels"
+# stub bench_gemv: logs its arguments, three rows of the bench's table, exit $BENCH_RC
+cat >"$P/bin/bench_gemv" <<'S'
+#!/bin/sh
+echo "bench_gemv $*" >>"$STUB_LOG"
+printf 'attn\tattention_kvct(16) n=512\t-\t-\t11.00\t-\t1\nattn\tattention_kvct(16) n=4096\t-\t-\t19.55\t-\t2\n'
+printf 'attn\tattention_gqa n=4096 skip=0\t-\t-\t34.25\t-\t3\n'
+exit "${BENCH_RC:-0}"
+S
 # stub engine_diff: logs its arguments, a verdict line, exit $ED_RC
 printf '#!/bin/sh\necho "$*" >>"$STUB_LOG"\n[ "${ED_RC:-0}" = 0 ] && echo PASS || echo FAIL\nexit "${ED_RC:-0}"\n' \
     >"$P/bin/engine_diff"
@@ -73,6 +81,15 @@ dc "devcall_wide 27b 2b"
 is "0|gen-model --preset qwen3.5-27b --type q4_0 --seed 5 --layers 4 --vocab 4096 -o $T/tmp/w27.gguf" \
     "$RC|$(head -1 "$STUB_LOG")" "devcall_wide: a 4-layer model of the 27B's width"
 ok '[ -s "$T/tmp/w2.gguf" ]' "devcall_wide: named by the width's short name (w2.gguf)"
+
+dc "devcall_bench attn 'kvct|gqa' 'n=4096( |\$)'"
+is "0|bench_attn rc 0|attention_kvct(16) n=4096	19.55|attention_gqa n=4096 skip=0	34.25" \
+    "$RC|$(echo "$OUT" | tr '\n' '|' | sed 's/|$//')" "devcall_bench: its status line, then the rows of the variants and sizes asked"
+ok 'grep -q "attention_kvct(16) n=512" "$T/res/bench_attn.tsv" && grep -q "^bench_gemv --shape attn$" "$STUB_LOG"' \
+    "devcall_bench: the whole table kept in OUT/bench_SHAPE.tsv, bench_gemv asked for the shape"
+run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack BENCH_RC=3 bash -c ". '$TOOL' >/dev/null && devcall_bench attn kvct"
+is "3|bench_attn rc 3|attention_kvct(16) n=512	11.00|attention_kvct(16) n=4096	19.55" \
+    "$RC|$(echo "$OUT" | tr '\n' '|' | sed 's/|$//')" "devcall_bench: without N every size; a failing bench's status returned"
 
 dc "devcall_test_kernels"
 is "1|test_kernels rc 1 1 ok, 1 not ok|not ok 2 - b differs" "$RC|$(echo "$OUT" | tr '\n' '|' | sed 's/|$//')" \

@@ -8,6 +8,8 @@
 #   devcall_models 27b 9b &               the perf models (q4_0, seed 1) into $DEVCALL_MODELS, if missing
 #   devcall_wide 27b 9b                   4-layer models of those widths (seed 5, vocab 4096): $DEVCALL_TMP/w27.gguf ...
 #   devcall_test_kernels                  test_kernels -> $OUT/tk.tap; one summary line, then the failures
+#   devcall_bench SHAPE ROWS [N]          bench_gemv --shape SHAPE -> $OUT/bench_SHAPE.tsv; its status, then the rows whose
+#                                         variant matches the regex ROWS (and N): variant and us (DEVCALL_BENCH_TIMEOUT)
 #   devcall_same A AOPTS B BOPTS MODEL    engine_diff --tol 0, greedy 16 over 16 tokens; one line with its verdict
 #   devcall_diff LABEL A AOPTS B BOPTS MODEL TOL [ARG...]
 #                                         engine_diff at TOL, greedy 48 over 16 tokens, ARGs passed on (--b-kernel NAME,
@@ -28,7 +30,8 @@
 # Every function returns the exit status of what it ran (devcall_same, devcall_diff: engine_diff's, devcall_suite: the
 # run's, devcall_ab: ab's), so `|| fail=1` works.
 # Environment: DEVCALL_PACK (default .carry/gpu-check), DEVCALL_MODELS (default /tmp/kestrel-perf),
-# DEVCALL_TMP (default /tmp), DEVCALL_AB_ROUNDS, DEVCALL_AB_TIMEOUT (devcall_ab), DEVCALL_ED_TIMEOUT (devcall_same,
+# DEVCALL_TMP (default /tmp), DEVCALL_AB_ROUNDS, DEVCALL_AB_TIMEOUT (devcall_ab), DEVCALL_BENCH_TIMEOUT
+# (devcall_bench), DEVCALL_ED_TIMEOUT (devcall_same,
 # default 60 s; devcall_diff, default 120 s), OUT (set by the device tool).
 # tests/tools-devcall.sh runs them with stubs.
 
@@ -87,6 +90,19 @@ devcall_test_kernels() {
     local rc=$?
     echo "test_kernels rc $rc $(grep -c '^ok' "$OUT/tk.tap") ok, $(grep -c '^not ok' "$OUT/tk.tap") not ok"
     grep -E '^not ok' "$OUT/tk.tap" | cut -c1-300
+    return $rc
+}
+
+# bench_gemv --shape SHAPE (killed after DEVCALL_BENCH_TIMEOUT seconds, default 150) -> $OUT/bench_SHAPE.tsv; one status
+# line, then the rows whose variant (column 2) matches the awk regex ROWS and, if given, N (e.g. 'n=(512|4096)( |$)'):
+# variant and microseconds (columns 2 and 5)
+devcall_bench() {
+    local shape=$1 rows=$2 n=${3:-} f rc
+    f=$OUT/bench_$shape.tsv
+    timeout "${DEVCALL_BENCH_TIMEOUT:-150}" "$B/bench_gemv" --shape "$shape" >"$f" 2>&1
+    rc=$?
+    echo "bench_$shape rc $rc"
+    awk -F'\t' -v r="$rows" -v n="$n" '$2 ~ r && (n == "" || $2 ~ n) { print $2 "\t" $5 }' "$f"
     return $rc
 }
 
