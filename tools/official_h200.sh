@@ -4,7 +4,7 @@
 # binaries, so the numbers and the correctness verdict are of one binary on one machine.
 #
 #   here:   tools/gpu_check.sh --pack BUILD_DIR          (then carry [".carry/gpu-check"])
-#   device: tools/official_h200.sh                       (run tool; about 250 s on the lent H200)
+#   device: tools/official_h200.sh                       (run tool; about 410 s on the lent H200, v37)
 #
 # Under $OUT (what the device tool brings back; ~17 MB): gc-gpu.db.xz and perf-perf.db.xz (the results
 # DBs, WAL folded in, each xz -9 on its own) and texts.tgz (every other file of both jobs: gc/report.txt,

@@ -17,9 +17,9 @@
 # KESTREL_ENGINE_DIR (default: engines/ beside bin/, or beside kestrel-eval),
 # PERF_MODELS, AB_CASE (q27-ctx1), AB_ROUNDS (6), SEED (1), REGEN=1 to rewrite existing models.
 # The models are generated on the device (never carried: 20 GB); a later call on the same warm
-# machine reuses them. Budget (estimates): gen ~1 min, run ~4 min, ab ~2 min (each round
-# loads the 27B), sanity ~1 min: two CUDA runs of seconds each, and two CPU runs of the 27B
-# (load + 4 tokens at ~2.7 s/token on 16 cores for dot=f32, dot=q8 about the same, ~15 s
+# machine reuses them. Budget (v37, measured): gen ~25 s, run ~170 s (the ctx-12288 cases ~85 s of it), ab ~80 s
+# (each round loads the 27B), sanity ~20 s: two CUDA runs of seconds each, and two CPU runs of the 27B
+# (load + 4 tokens on 16 cores, ~6 s
 # each). Split the phases over calls if one call would pass 10 minutes.
 set -u
 cd "$(dirname "$0")/.." || exit 2
