@@ -2,9 +2,10 @@
 # tools/devcall.sh with a stub pack (no GPU): sourcing names the packed library by its stripped SHA-256
 # prefix; devcall_models generates each missing perf model once and refuses an unknown name (2);
 # devcall_wide writes the 4-layer models; devcall_test_kernels keeps the TAP and reports its counts and
-# failures; devcall_bench keeps bench_gemv's table and prints the rows asked, returning its status; devcall_same runs engine_diff bit for bit with the options given (none when empty) and
-# returns its status; devcall_diff runs it at a tolerance with the extra arguments given, keeps its output under a
-# header in OUT/ed.txt and returns its status; devcall_suite runs a suite from the pack and keeps its log and kernel table, returning the
+# failures; devcall_bench keeps bench_gemv's table and prints the rows asked, returning its status;
+# devcall_same runs engine_diff bit for bit with the options given (none when empty) and returns its status;
+# devcall_diff runs it at a tolerance with the extra arguments given, keeps its output under a header in OUT/ed.txt
+# and returns its status; devcall_suite runs a suite from the pack and keeps its log and kernel table, returning the
 # run's status; devcall_ab runs ab from the pack (options only where given, DEVCALL_AB_ROUNDS) and returns
 # its status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
 # reports a missing DB. tools/db_fold.sh, which devcall_close and official_h200.sh fold a DB's WAL with: on

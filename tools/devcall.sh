@@ -31,8 +31,8 @@
 # run's, devcall_ab: ab's), so `|| fail=1` works.
 # Environment: DEVCALL_PACK (default .carry/gpu-check), DEVCALL_MODELS (default /tmp/kestrel-perf),
 # DEVCALL_TMP (default /tmp), DEVCALL_AB_ROUNDS, DEVCALL_AB_TIMEOUT (devcall_ab), DEVCALL_BENCH_TIMEOUT
-# (devcall_bench), DEVCALL_ED_TIMEOUT (devcall_same,
-# default 60 s; devcall_diff, default 120 s), OUT (set by the device tool).
+# (devcall_bench), DEVCALL_ED_TIMEOUT (devcall_same, default 60 s; devcall_diff, default 120 s), OUT (set by the
+# device tool).
 # tests/tools-devcall.sh runs them with stubs.
 
 G=$PWD/${DEVCALL_PACK:-.carry/gpu-check}
