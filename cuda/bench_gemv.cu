@@ -1366,7 +1366,8 @@ static int bench_l2(const float *x, kc_q8blk *xq, cudaStream_t st)
 }
 
 /* --shape attn: the two split attentions, attention_short and its clustered form (2, 4, 8 blocks per
- * head), attention_kvc (clusters of 8 and 16 per kv head, where they take n; kvct: by tensor copies) alone on the 27B shape
+ * head), attention_kvc (clusters of 8 and 16 per kv head, where they take n; kvct: by tensor copies), attention_kvcx
+ * (S clusters of C per kv head: 8x2, 8x3, 4x6, 4x7, 2x14, 2x16) alone on the 27B shape
  * (24/4 heads x 256, ctx 32768) at n = 16, 64, 100, 128, 192, 256, 512, 612, 1024, 4096, 8192, 16384, 32768
  * positions, back-to-back launches; attention_gqa also with phases skipped (timing
  * only: 1 QK, 2 V, 4 the merge's loads, 8 all work before the ticket) to see where its time goes */
@@ -1430,6 +1431,20 @@ static int bench_attn(cudaStream_t st)
                 printf("attn\tattention_kvc%s(%d) n=%d\t-\t-\t%.2f\t-\t%zu\n", tmi ? "t" : "", cs, ns_list[ni],
                        us, (size_t)ns_list[ni] * Hkv * hd * 8);
             }
+        /* the attention by kv head over S clusters of C blocks per kv head (attn_kvc_sp; H200: at most 15 clusters of
+         * 8, 30 of 4, 66 of 2 such blocks resident, PERF-NOTES v37) */
+        const int xcfg[6][2] = {{8, 2}, {8, 3}, {4, 6}, {4, 7}, {2, 14}, {2, 16}};
+        for (int xi = 0; xi < 6; xi++) {
+            const int cs = xcfg[xi][0], sp = xcfg[xi][1];
+            if (!kc_attention_kvcx_ok(H, Hkv, hd, cs, sp, ns_list[ni])) continue;
+            auto kvcx = [&](int) {
+                return kc_attention_kvcx(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, cs, sp,
+                                         ns_list[ni], 0, 0.0f, 0.0f, 0.0625f, pos, tmkv, part, cnt, st);
+            };
+            if (time_batches(kvcx, 3, st, &us)) return 1;
+            printf("attn\tattention_kvcx(%dx%d) n=%d\t-\t-\t%.2f\t-\t%zu\n", cs, sp, ns_list[ni], us,
+                   (size_t)ns_list[ni] * Hkv * hd * 8);
+        }
         const int dbg[6] = {0, 1, 2, 4, 8, 7};
         for (int di = 0; di < 6; di++) {
             CK(cudaMemcpyToSymbol(g_ag_dbg, &dbg[di], sizeof(int)));

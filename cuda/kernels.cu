@@ -3126,11 +3126,12 @@ __device__ __forceinline__ void akc_tensor_rows(uint32_t dst, const kc_tmap *map
  * each slot by ONE tensor copy of the slot's 32 rows (tmk, tmv: the layer's K and V cache maps) where TM = 0
  * issues 32 bulk copies of a row each (v35-v36 bench: ~36 ns per copied row per block, whatever the block
  * computes: the copies' issue, not the bytes, bounded the block) */
-template <int G, bool PREP, bool TM>
+template <int G, bool PREP, bool TM, bool XS = false>
 __device__ __forceinline__ void attention_kvc_body(
     const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
     float *kc, float *vc, const float *gate, int gs, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nkv,
-    int rd, float base, float eps, float scale, const int32_t *pos, const kc_tmap *tmk, const kc_tmap *tmv)
+    int rd, float base, float eps, float scale, const int32_t *pos, const kc_tmap *tmk, const kc_tmap *tmv,
+    int S = 1, float *part = NULL, unsigned int *cnt = NULL)
 {
     constexpr int hd = 256;
     extern __shared__ __align__(128) unsigned char akcsm[];
@@ -3145,7 +3146,9 @@ __device__ __forceinline__ void attention_kvc_body(
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(C));
 #endif
-    const int kvh = blockIdx.x / (int)C, lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    /* XS: cluster blockIdx.x / C is split sj of kv head kvh, its blocks the slices sj C + rank of S C */
+    const int kvh = XS ? (int)(blockIdx.x / C) / S : blockIdx.x / (int)C, lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    const int sj = XS ? (int)(blockIdx.x / C) % S : 0;
     const size_t rs = (size_t)nkv * hd;
     q8t_ring_init(akcsm, AKC_NS, AKC_WARPS);
     float4 wn[2]; /* PREP: this lane's norm weights (q heads' warps: q_norm; warp G: k_norm), before the wait */
@@ -3155,7 +3158,8 @@ __device__ __forceinline__ void attention_kvc_body(
         for (int j = 0; j < 2; j++) wn[j] = __ldg((const float4 *)w + lane + 32 * j);
     }
     kc_pdl_begin();
-    const int n = *pos + 1, c = (n + (int)C - 1) / (int)C, t0 = (int)rank * c, t1 = n < t0 + c ? n : t0 + c;
+    const int n = *pos + 1, c = XS ? (n + S * (int)C - 1) / (S * (int)C) : (n + (int)C - 1) / (int)C,
+              t0 = XS ? (sj * (int)C + (int)rank) * c : (int)rank * c, t1 = n < t0 + c ? n : t0 + c;
     const int rows = t1 > t0 ? t1 - t0 : 0, nsl = (rows + AKC_P - 1) / AKC_P;
     const bool cur = t0 < n && n <= t1; /* this block holds position n - 1 */
     if (wid == AKC_WARPS) { /* the producer: K slots, then V slots; lane i the slot's row i */
@@ -3307,6 +3311,34 @@ __device__ __forceinline__ void attention_kvc_body(
                 L += e * ld_dsmem_f32(sL + g, (unsigned)r);
                 a += e * ld_dsmem_f32(sab + g * 256 + d, (unsigned)r);
             }
+        if (XS) { /* the cluster's partial of head h; the split that takes the last ticket merges all S */
+            float *pp = part + ((size_t)h * S + sj) * (hd + 2); /* part (nh, S, hd + 2): M, L, a */
+            pp[2 + d] = a;
+            if (d == 0) {
+                pp[0] = M;
+                pp[1] = L;
+            }
+            __threadfence();
+            asm volatile("bar.sync 2, %0;" ::"r"(hd) : "memory");
+            volatile int *last = (volatile int *)ring; /* the ring is free: every slot consumed */
+            if (d == 0) *last = atomicAdd(&cnt[h], 1u) == (unsigned)S - 1;
+            asm volatile("bar.sync 2, %0;" ::"r"(hd) : "memory");
+            if (!*last) continue;
+            __threadfence();
+            const float *ph = part + (size_t)h * S * (hd + 2);
+            float Mx = -INFINITY, Lx = 0.0f, ax = 0.0f;
+            for (int j = 0; j < S; j++) Mx = fmaxf(Mx, __ldcg(ph + (size_t)j * (hd + 2)));
+            for (int j = 0; j < S; j++) { /* in split order: the same bits whichever split merges */
+                const float Mj = __ldcg(ph + (size_t)j * (hd + 2));
+                const float e = Mj == -INFINITY ? 0.0f : expf(Mj - Mx);
+                Lx += e * __ldcg(ph + (size_t)j * (hd + 2) + 1);
+                ax += e * __ldcg(ph + (size_t)j * (hd + 2) + 2 + d);
+            }
+            M = Mx;
+            L = Lx;
+            a = ax;
+            if (d == 0) cnt[h] = 0; /* re-armed for the next launch */
+        }
         const float o = a / L * (1.0f / (1.0f + expf(-gate[(size_t)h * gs + d])));
         out[(size_t)h * hd + d] = o;
         if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
@@ -3335,6 +3367,20 @@ __global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvct_kernel(
                                       &tmk, &tmv);
 }
 
+/* attention_kvct over S clusters per kv head (option attn_kvc_sp, PERF-NOTES v38): grid nkv * S * C, cluster C;
+ * each cluster's merged partial (M, L, a) per head to part (nh, S, hd + 2), merged by the last split (ticket
+ * cnt[h], re-armed) */
+template <int G, bool PREP>
+__global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvcx_kernel(
+    const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *kc, float *vc, const float *gate, int gs, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nkv,
+    int rd, float base, float eps, float scale, const int32_t *pos, const __grid_constant__ kc_tmap tmk,
+    const __grid_constant__ kc_tmap tmv, int S, float *part, unsigned int *cnt)
+{
+    attention_kvc_body<G, PREP, true, true>(q, ak, av, qnw, knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale,
+                                            pos, &tmk, &tmv, S, part, cnt);
+}
+
 static cudaError_t attention_kvc_setup(void)
 {
     cudaError_t e = cudaSuccess;
@@ -3348,6 +3394,7 @@ static cudaError_t attention_kvc_setup(void)
     AKC_SET(K_, 2, true) AKC_SET(K_, 4, true) AKC_SET(K_, 6, true) AKC_SET(K_, 8, true)
     AKC_SET_ALL(attention_kvc_kernel) /* a bulk copy per row */
     AKC_SET_ALL(attention_kvct_kernel) /* a tensor copy per slot (attn_kvc_tm) */
+    AKC_SET_ALL(attention_kvcx_kernel) /* over S clusters per kv head (attn_kvc_sp) */
 #undef AKC_SET_ALL
 #undef AKC_SET
     return e;
@@ -3389,6 +3436,41 @@ cudaError_t kc_attention_kvc(const float *qg, const float *ak, const float *av, 
     default: AKC_LAUNCH(8) break;
     }
 #undef AKC_LAUNCH
+    return cudaGetLastError();
+}
+
+int kc_attention_kvcx_ok(int nh, int nkv, int hd, int csize, int nsplit, int nmax)
+{
+    return nsplit >= 2 && nsplit <= 32 && kc_attention_kvc_ok(nh, nkv, hd, csize, 1) &&
+           (nmax + csize * nsplit - 1) / (csize * nsplit) <= AKC_CMAX;
+}
+
+cudaError_t kc_attention_kvcx(const float *qg, const float *ak, const float *av, const float *qnw, const float *knw,
+                              float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
+                              int nkv, int hd, int csize, int nsplit, int nmax, int rd, float base, float eps,
+                              float scale, const int32_t *pos, const kc_tmap *tm, float *part, unsigned int *cnt,
+                              cudaStream_t st)
+{
+    if (!kc_attention_kvcx_ok(nh, nkv, hd, csize, nsplit, nmax) || !tm || !part || !cnt ||
+        (ak && (rd < 0 || rd > hd || rd % 2)))
+        return cudaErrorInvalidValue;
+    const dim3 grid((unsigned)(nkv * nsplit * csize));
+#define AKX_LAUNCH(G_)                                                                                             \
+    if (ak)                                                                                                        \
+        kc_launch_cluster(attention_kvcx_kernel<G_, true>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw,    \
+                          knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1], nsplit, part, \
+                          cnt);                                                                                    \
+    else                                                                                                           \
+        kc_launch_cluster(attention_kvcx_kernel<G_, false>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw,   \
+                          knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1], nsplit, part, \
+                          cnt);
+    switch (nh / nkv) {
+    case 2: AKX_LAUNCH(2) break;
+    case 4: AKX_LAUNCH(4) break;
+    case 6: AKX_LAUNCH(6) break;
+    default: AKX_LAUNCH(8) break;
+    }
+#undef AKX_LAUNCH
     return cudaGetLastError();
 }
 

@@ -476,6 +476,17 @@ cudaError_t kc_attention_kvc(const float *qg, const float *ak, const float *av, 
                              float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
                              int nkv, int hd, int csize, int nmax, int rd, float base, float eps, float scale,
                              const int32_t *pos, const kc_tmap *tm, cudaStream_t st);
+/* kc_attention_kvc with tm over nsplit (2..32) clusters of csize blocks per kv head (option attn_kvc_sp, PERF-NOTES
+ * v38): cluster j of kv head kvh takes positions [j csize c, (j + 1) csize c), c = ceil(n / (nsplit csize)) <=
+ * 1024 per block; each cluster's merged partial per q head goes to part (nh, nsplit, hd + 2), and the cluster that
+ * takes the last ticket of cnt (nh,) (zero at first use; left re-armed) merges them in split order, gates,
+ * writes and quantises. Within rounding of kc_attention_kvc (the merge in two levels); tm required. */
+int kc_attention_kvcx_ok(int nh, int nkv, int hd, int csize, int nsplit, int nmax);
+cudaError_t kc_attention_kvcx(const float *qg, const float *ak, const float *av, const float *qnw, const float *knw,
+                              float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
+                              int nkv, int hd, int csize, int nsplit, int nmax, int rd, float base, float eps,
+                              float scale, const int32_t *pos, const kc_tmap *tm, float *part, unsigned int *cnt,
+                              cudaStream_t st);
 /* map <- the tensor map kc_attention_kvc's tm reads one cache (ctx, nkv, hd) by (hd 256 only; the driver's
  * cuTensorMapEncodeTiled, found at run time: cudaErrorNotSupported where the driver lacks it) */
 cudaError_t kc_kv_tmap(kc_tmap *map, const float *cache, int ctx, int nkv, int hd);

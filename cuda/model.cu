@@ -176,7 +176,8 @@ int kc_model_alloc_runtime(kc_model *m)
         ALLOC(m->ak, d->nkv * d->hd);
         ALLOC(m->av, d->nkv * d->hd);
         KC_CK(m, kc_attention_setup(d->ctx, d->hd));
-        ALLOC(m->attn_part, (size_t)d->nh * kc_attention_splits(d->ctx) * (d->hd + 2));
+        const int nsp = kc_attention_splits(d->ctx) > m->attn_kvc_sp ? kc_attention_splits(d->ctx) : m->attn_kvc_sp;
+        ALLOC(m->attn_part, (size_t)d->nh * nsp * (d->hd + 2)); /* also attention_kvcx's (nh, attn_kvc_sp, hd + 2) */
         ALLOC(m->attn_cnt, d->nh);
     }
     KC_CK(m, kc_gemv_setup()); /* the GEMV grids' occupancy query stays out of graph capture */
@@ -430,6 +431,13 @@ static int kv_tmaps_build(kc_model *m)
         for (int j = 0; j < 2; j++) {
             const cudaError_t e = kc_kv_tmap(&t[2 * i + j], (j ? m->vcache : m->kcache) + (size_t)i * kvs, d->ctx,
                                              d->nkv, d->hd);
+            if (e == cudaErrorNotSupported && m->attn_kvc_sp > 1) {
+                kc_set_err(m, "attn_kvc_sp=%d: attention_kvcx reads the caches by tensor maps, which this driver "
+                              "cannot encode (no cuTensorMapEncodeTiled); attn_kvc_sp=1 takes bulk copies",
+                           m->attn_kvc_sp);
+                free(t);
+                return -1;
+            }
             if (e == cudaErrorNotSupported) {
                 free(t);
                 m->attn_kvc_tm = 0;
@@ -446,11 +454,11 @@ static int kv_tmaps_build(kc_model *m)
     return 0;
 }
 
-/* the largest n of the steps by kv head: min(ctx, attn_kvc_to, what clusters of attn_kvc blocks hold); it is also
- * the nmax kc_attention_kvc is asked to take */
+/* the largest n of the steps by kv head: min(ctx, attn_kvc_to, what attn_kvc_sp clusters of attn_kvc blocks hold);
+ * it is also the nmax kc_attention_kvc (kc_attention_kvcx) is asked to take */
 static int kvc_top(const kc_model *m)
 {
-    const int cap = kc_attention_kvc_max(m->attn_kvc);
+    const int cap = kc_attention_kvc_max(m->attn_kvc) * m->attn_kvc_sp;
     int top = m->dm.ctx < m->attn_kvc_to ? m->dm.ctx : m->attn_kvc_to;
     return top < cap ? top : cap;
 }
@@ -797,7 +805,14 @@ int kc_layer_step(kc_model *m, int l)
         const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
         /* attn_kvc_tm: the caches' tensor maps, built on the first step that takes them (host work only) */
         if (kvc && m->attn_kvc_tm && !m->kv_tmap && kv_tmaps_build(m)) goto cleanup;
-        if (kvc)
+        if (kvc && m->attn_kvc_sp > 1)
+            RUN("attention_kvcx",
+                kc_attention_kvcx(fuse_ok ? m->qg : m->aq, fuse_ok ? m->ak : NULL, m->av, L->q_norm, L->k_norm, kc, vc,
+                                  m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, m->attn_kvc,
+                                  m->attn_kvc_sp, kvc_top(m), d->rope_dim, d->rope_base, d->eps,
+                                  1.0f / sqrtf((float)hd), &m->ctl->pos, m->kv_tmap + 2 * ai, m->attn_part,
+                                  m->attn_cnt, st));
+        else if (kvc)
             RUN(m->attn_kvc_tm ? "attention_kvct" : "attention_kvc",
                 kc_attention_kvc(fuse_ok ? m->qg : m->aq, fuse_ok ? m->ak : NULL, m->av, L->q_norm, L->k_norm, kc, vc,
                                  m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, m->attn_kvc,
@@ -985,7 +1000,9 @@ int kc_model_step(kc_model *m, int want_logits, int capture, int n_pos)
      * (their own bound: v36 call 4, past attn_cl they beat attention_gqa); else the cluster by q head up to attn_cl */
     const int top = kvc_top(m);
     const int kvc = m->attn_kvc && n_pos > m->attn_kvc_from && n_pos <= top &&
-                    kc_attention_kvc_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->attn_kvc, top);
+                    (m->attn_kvc_sp > 1 ? kc_attention_kvcx_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->attn_kvc,
+                                                               m->attn_kvc_sp, top)
+                                        : kc_attention_kvc_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->attn_kvc, top));
     m->attn_short_step = m->attn_gqa != 2 ? 0 : n_pos <= m->attn_short ? 1 : kvc ? 3 : n_pos <= m->attn_cl ? 2 : long_kind;
     const int kind = want_logits + 2 * m->attn_short_step;
     if (trace) KC_CK(m, cudaMemsetAsync(m->trace_n, 0, sizeof *m->trace_n, m->st));

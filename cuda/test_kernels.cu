@@ -1949,12 +1949,16 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
     kc_tmap tmkv[2]; /* kinds 7, 8: the caches' tensor maps (attention_kvct) */
     const int tm_ok = hd == 256 && kc_kv_tmap(&tmkv[0], dk, ctx, Hkv, hd) == cudaSuccess &&
                       kc_kv_tmap(&tmkv[1], dv, ctx, Hkv, hd) == cudaSuccess;
-    for (int kind = 0; kind < 9; kind++)
+    float *got0 = hnew(H * hd);
+    size_t xs_uneq = 0;
+    for (int kind = 0; kind < 11; kind++)
         for (int pi = 0; pi < 5; pi++) {
             /* kinds 5, 6: attention_kvc over clusters of 16 and 3 blocks per kv head, where it takes the shape;
-             * 7, 8: the same filled by tensor copies (attention_kvct) */
-            const int kvc_cs = kind == 5 || kind == 7 ? 16 : 3;
-            if (kind >= 5 && !kc_attention_kvc_ok(H, Hkv, hd, kvc_cs, npmax)) continue;
+             * 7, 8: the same filled by tensor copies (attention_kvct); 9, 10: attention_kvcx, 3 clusters of 8 and
+             * 7 of 4 per kv head (at 1 and 37 positions whole clusters empty) */
+            const int kvc_cs = kind == 5 || kind == 7 ? 16 : kind == 9 ? 8 : kind == 10 ? 4 : 3, kvc_sp = kind == 9 ? 3 : 7;
+            if (kind >= 5 && kind <= 8 && !kc_attention_kvc_ok(H, Hkv, hd, kvc_cs, npmax)) continue;
+            if (kind >= 9 && (!kc_attention_kvcx_ok(H, Hkv, hd, kvc_cs, kvc_sp, npmax) || kvc_sp > ns)) continue;
             if (kind >= 7 && !tm_ok) continue;
             const int npos = npos_list[pi], pos = npos - 1;
             T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
@@ -1964,7 +1968,10 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
             cudaError_t e = cudaSuccess;
             for (int rep = 0; rep < 2; rep++) {
                 poison(dy, H * hd * 4);
-                e = kind >= 5 ? kc_attention_kvc(dq, NULL, NULL, NULL, NULL, dk, dv, dqg + hd, 2 * hd, dy,
+                e = kind >= 9 ? kc_attention_kvcx(dq, NULL, NULL, NULL, NULL, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL,
+                                                  H, Hkv, hd, kvc_cs, kvc_sp, npmax, 0, 0.0f, 0.0f, 1.0f / sqrtf((float)hd),
+                                                  dpos, tmkv, dpart, dcnt, 0)
+                    : kind >= 5 ? kc_attention_kvc(dq, NULL, NULL, NULL, NULL, dk, dv, dqg + hd, 2 * hd, dy,
                                                  rep ? doq : NULL, H, Hkv, hd, kvc_cs, npmax, 0, 0.0f, 0.0f,
                                                  1.0f / sqrtf((float)hd), dpos, kind >= 7 ? tmkv : NULL, 0)
                     : kind >= 3 ? kc_attention_short_cl(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
@@ -1979,6 +1986,8 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
                 get_f(got, dy, H * hd);
                 const double r = max_rel(got, ref, H * hd);
                 if (r > worst) worst = r;
+                if (kind >= 9 && !rep) memcpy(got0, got, (size_t)H * hd * sizeof *got);
+                if (kind >= 9 && rep) xs_uneq += n_unequal(got, got0, (size_t)H * hd);
                 if (rep) {
                     kc_q8blk *gq = get_q8(doq, H * hd / 32);
                     quantize_q8(rq, got, H * hd);
@@ -1988,16 +1997,127 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
             }
             ok(e == cudaSuccess && worst <= 1e-5 && badq == 0,
                "attention_%s GQA %d/%d x%d over %d of %d positions (%d splits) vs CPU twin: max_rel %.3e <= 1e-05; "
-               "q8 output %zu blocks unequal (%s)", kind == 8 ? "kvct(3)" : kind == 7 ? "kvct(16)" : kind == 6 ? "kvc(3)" : kind == 5 ? "kvc(16)" : kind == 4 ? "short_cl(3)" : kind == 3 ? "short_cl(4)" : kind == 2 ? "short" : kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
+               "q8 output %zu blocks unequal (%s)", kind == 10 ? "kvcx(4x7)" : kind == 9 ? "kvcx(8x3)" : kind == 8 ? "kvct(3)" : kind == 7 ? "kvct(16)" : kind == 6 ? "kvc(3)" : kind == 5 ? "kvc(16)" : kind == 4 ? "short_cl(3)" : kind == 3 ? "short_cl(4)" : kind == 2 ? "short" : kind ? "gqa" : "split", H, Hkv, hd, npos, ctx, ns, worst, badq,
                cudaGetErrorString(e));
         }
     unsigned int hc[64], csum = 0;
     T_CK(cudaMemcpy(hc, dcnt, H * sizeof *hc, cudaMemcpyDeviceToHost));
     for (int i = 0; i < H; i++) csum += hc[i];
-    ok(csum == 0, "attention_split, attention_gqa and attention_short leave their tickets re-armed (sum %u)", csum);
+    ok(csum == 0, "attention_split, attention_gqa, attention_short and attention_kvcx leave their tickets re-armed "
+       "(sum %u)", csum);
+    ok(xs_uneq == 0, "attention_kvcx %d/%d x%d: its second launch gives the first's bits (%zu values unequal; the "
+       "splits merged in their order whichever takes the last ticket)", H, Hkv, hd, xs_uneq);
+    free(got0);
     free(q); free(qg); free(gate); free(kc); free(vc); free(ref); free(got); free(att); free(rq);
     cudaFree(dq); cudaFree(dqg); cudaFree(dk); cudaFree(dv); cudaFree(dy); cudaFree(dpart); cudaFree(doq);
     cudaFree(dcnt); cudaFree(dpos);
+}
+
+/* attention_kvcx (option attn_kvc_sp: S clusters of C blocks per kv head, a ticket merge) vs attention_kvct with
+ * attn_prep inside and without: out within 1e-5 (the merge in two levels), the appended k and v rows and every other
+ * cache row bit for bit, its q8 output equal to quantize_q8 of its out; 27B and 9B heads (24/4 and 16/4 x256, rope
+ * 64), 3 clusters of 8, 7 of 4 and 2 of 2 at positions 0, 36, 200 and 700 (whole clusters empty at 0 and 36); the
+ * tickets re-armed; then the sizes it refuses */
+static void test_attention_kvcx(void)
+{
+    const int shp[2][2] = {{24, 4}, {16, 4}}, cfg[3][2] = {{8, 3}, {4, 7}, {2, 2}}, posl[4] = {0, 36, 200, 700};
+    const int ctx = 768, hd = 256, rd = 64;
+    size_t bad = 0, runs = 0;
+    double worst = 0;
+    unsigned int csum = 0;
+    for (int si = 0; si < 2; si++) {
+        const int H = shp[si][0], Hkv = shp[si][1];
+        const size_t kvn = (size_t)ctx * Hkv * hd;
+        float *qg = hnew(H * 2 * hd), *k = hnew(Hkv * hd), *v = hnew(Hkv * hd), *qw = hnew(hd), *kw = hnew(hd);
+        float *cache = hnew(kvn), *a1 = hnew(kvn), *a2 = hnew(kvn);
+        q8_block *rq = (q8_block *)malloc(H * hd / 32 * sizeof *rq);
+        fill(qg, H * 2 * hd, -2, 2);
+        fill(k, Hkv * hd, -2, 2);
+        fill(v, Hkv * hd, -2, 2);
+        fill(qw, hd, 0.5f, 1.5f);
+        fill(kw, hd, 0.5f, 1.5f);
+        fill(cache, kvn, -1, 1);
+        float *dqg = dup_f(qg, H * 2 * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
+        float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd);
+        float *dkc1 = dup_f(cache, kvn), *dvc1 = dup_f(cache, kvn), *dkc2 = dup_f(cache, kvn), *dvc2 = dup_f(cache, kvn);
+        float *dy1 = (float *)dnew(H * hd * 4), *dy2 = (float *)dnew(H * hd * 4);
+        float *dpart = (float *)dnew((size_t)H * 7 * (hd + 2) * 4);
+        kc_q8blk *dq2 = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
+        unsigned int *dcnt = (unsigned int *)dnew(H * sizeof *dcnt), hc[64];
+        T_CK(cudaMemset(dcnt, 0, H * sizeof *dcnt));
+        kc_tmap tm1[2], tm2[2];
+        T_CK(kc_kv_tmap(&tm1[0], dkc1, ctx, Hkv, hd));
+        T_CK(kc_kv_tmap(&tm1[1], dvc1, ctx, Hkv, hd));
+        T_CK(kc_kv_tmap(&tm2[0], dkc2, ctx, Hkv, hd));
+        T_CK(kc_kv_tmap(&tm2[1], dvc2, ctx, Hkv, hd));
+        int32_t *dpos;
+        T_CK(cudaMalloc(&dpos, 4));
+        T_CK(kc_attention_setup(ctx, hd));
+        const float scale = 1.0f / sqrtf((float)hd);
+        for (int ci = 0; ci < 3; ci++)
+            for (int pi = 0; pi < 4; pi++)
+                for (int prep = 0; prep < 2; prep++) {
+                    const int32_t pos = posl[pi];
+                    T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
+                    for (int j = 0; j < 2; j++) { /* both caches as given (without prep: the row at pos is in them) */
+                        T_CK(cudaMemcpy(j ? dkc2 : dkc1, cache, kvn * 4, cudaMemcpyHostToDevice));
+                        T_CK(cudaMemcpy(j ? dvc2 : dvc1, cache, kvn * 4, cudaMemcpyHostToDevice));
+                    }
+                    /* with prep q is qg (nh, 2 hd); without, its first nh x hd values stand for the prepared q */
+                    const float *q = dqg, *ak = prep ? dk0 : NULL, *av = prep ? dv : NULL;
+                    const int gsz = 2 * hd;
+                    poison(dy1, H * hd * 4);
+                    T_CK(kc_attention_kvc(q, ak, av, dqw, dkw, dkc1, dvc1, dqg + hd, gsz, dy1, NULL, H, Hkv, hd, 16,
+                                          ctx, rd, 1e7f, 1e-6f, scale, dpos, tm1, 0));
+                    for (int rep = 0; rep < 2; rep++) {
+                        if (rep) { /* a second launch: its tickets re-armed, the same bits */
+                            T_CK(cudaMemcpy(dkc2, cache, kvn * 4, cudaMemcpyHostToDevice));
+                            T_CK(cudaMemcpy(dvc2, cache, kvn * 4, cudaMemcpyHostToDevice));
+                            get_f(a2, dy2, H * hd);
+                        }
+                        poison(dy2, H * hd * 4);
+                        poison(dq2, H * hd / 32 * sizeof(kc_q8blk));
+                        T_CK(kc_attention_kvcx(q, ak, av, dqw, dkw, dkc2, dvc2, dqg + hd, gsz, dy2, dq2, H, Hkv, hd,
+                                               cfg[ci][0], cfg[ci][1], ctx, rd, 1e7f, 1e-6f, scale, dpos, tm2, dpart,
+                                               dcnt, 0));
+                        if (rep) {
+                            get_f(a1, dy2, H * hd);
+                            bad += n_unequal(a1, a2, (size_t)H * hd);
+                        }
+                    }
+                    get_f(a1, dy1, H * hd);
+                    get_f(a2, dy2, H * hd);
+                    const double r = max_rel(a2, a1, H * hd);
+                    worst = r > worst ? r : worst;
+                    kc_q8blk *gq = get_q8(dq2, H * hd / 32);
+                    quantize_q8(rq, a2, H * hd);
+                    bad += n_unequal_blocks(gq, rq, H * hd / 32);
+                    free(gq);
+                    get_f(a1, dkc1, kvn); get_f(a2, dkc2, kvn); bad += n_unequal(a2, a1, kvn);
+                    get_f(a1, dvc1, kvn); get_f(a2, dvc2, kvn); bad += n_unequal(a2, a1, kvn);
+                    runs++;
+                }
+        T_CK(cudaMemcpy(hc, dcnt, H * sizeof *hc, cudaMemcpyDeviceToHost));
+        for (int i = 0; i < H; i++) csum += hc[i];
+        free(qg); free(k); free(v); free(qw); free(kw); free(cache); free(a1); free(a2); free(rq);
+        cudaFree(dqg); cudaFree(dk0); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(dkc1); cudaFree(dvc1);
+        cudaFree(dkc2); cudaFree(dvc2); cudaFree(dy1); cudaFree(dy2); cudaFree(dpart); cudaFree(dq2); cudaFree(dcnt);
+        cudaFree(dpos);
+    }
+    ok(bad == 0 && runs == 48 && worst <= 1e-5 && csum == 0,
+       "attention_kvcx vs attention_kvct(16), with attn_prep inside and without (24/4 and 16/4 x256 rope 64; 3 clusters "
+       "of 8, 7 of 4, 2 of 2 at positions 0, 36, 200, 700): out max_rel %.3e <= 1e-05; %zu unequal (both caches, q8 out "
+       "vs quantize_q8, a second launch's out) over %zu runs; tickets left %u", worst, bad, runs, csum);
+    const int x1 = kc_attention_kvcx_ok(24, 4, 256, 8, 1, 512), x33 = kc_attention_kvcx_ok(24, 4, 256, 8, 33, 512),
+              xbig = kc_attention_kvcx_ok(24, 4, 256, 8, 3, 3 * 8 * 1024 + 1), xc17 = kc_attention_kvcx_ok(24, 4, 256, 17, 2, 512),
+              xhd = kc_attention_kvcx_ok(16, 2, 128, 8, 3, 512);
+    const cudaError_t xnt = kc_attention_kvcx(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 24, 4, 256, 8,
+                                              3, 512, 0, 0.0f, 0.0f, 1.0f, NULL, NULL, NULL, NULL, 0);
+    ok(!x1 && !x33 && !xbig && !xc17 && !xhd && xnt == cudaErrorInvalidValue &&
+           kc_attention_kvcx_ok(24, 4, 256, 8, 3, 3 * 8 * 1024) && kc_attention_kvcx_ok(16, 4, 256, 4, 32, 512),
+       "attention_kvcx refuses 1 (%d) and 33 (%d) splits, more than 1024 positions per block (%d), clusters of 17 "
+       "(%d), hd 128 (%d), no tensor maps (%d); takes 3 x 8 x 1024 positions and 32 splits of 4", x1, x33, xbig, xc17,
+       xhd, (int)xnt);
 }
 
 /* the shapes attention_gqa refuses (the engine then takes attention_split) */
@@ -2487,6 +2607,7 @@ int main(int argc, char **argv)
     test_attention_gqa(16, 2, 128, 1024, 1000); /* 8 q heads per kv head, hd 128 */
     test_attention_gqa(8, 2, 512, 1024, 1024);  /* hd 512 */
     test_attention_gqa_refuses();
+    test_attention_kvcx();
     test_engine("mini27-f32.gguf", "");
     test_engine("mini27-q4_0.gguf", "");           /* dot=q8: the integer-dot GEMVs */
     test_engine("mini27-q4_0.gguf", ",dot=f32");   /* the exact-activation q4_0 GEMVs */

@@ -8,7 +8,7 @@
 lib=$top_builddir/cuda/libkestrel-cuda.so
 [ -f "$lib" ] || skip_all "CUDA engine not configured (no cuda/libkestrel-cuda.so)"
 command -v nm >/dev/null 2>&1 || skip_all "no nm"
-plan 16
+plan 17
 exports=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort | tr '\n' ' ')
 is "kestrel_engine_entry " "$exports" "cuda-engine: exports exactly kestrel_engine_entry"
 ok "! ldd '$lib' | grep -q libcudart" "cuda-engine: CUDA runtime linked statically (no libcudart in ldd)"
@@ -46,13 +46,15 @@ is "" "$bad" "options: every listed word is accepted (the open goes on to the de
 # the short attention's numeric options (issue 6 v20): out of range refused by name, exit 2; their
 # ends accepted
 bad=""
-for kv in attn_short=4097 attn_cl=2147483648 attn_clsize=1 attn_clsize=9 delta_pf=2 q8t_wu=3 delta_trig=4 prep_early=3 attn_early=2 q8t_half=2 q8t_bch=2 attn_fuse=4 attn_kvc=1 attn_kvc=17 attn_kvc_from=2147483648 attn_kvc_tm=2 attn_kvc_to=2147483648; do
+for kv in attn_short=4097 attn_cl=2147483648 attn_clsize=1 attn_clsize=9 delta_pf=2 q8t_wu=3 delta_trig=4 prep_early=3 attn_early=2 q8t_half=2 q8t_bch=2 attn_fuse=4 attn_kvc=1 attn_kvc=17 attn_kvc_from=2147483648 attn_kvc_tm=2 attn_kvc_to=2147483648 attn_kvc_sp=0 attn_kvc_sp=33; do
     case $(opened "$kv") in "2|kestrel-eval: options: unknown key or bad value '$kv' ("*) ;; *) bad="$bad $kv" ;; esac
 done
-is "" "$bad" "options: attn_short, attn_cl, attn_clsize, delta_pf, q8t_wu, delta_trig, prep_early, attn_early, q8t_half, q8t_bch, attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_tm, attn_kvc_to out of range: exit 2 naming the pair"
+is "" "$bad" "options: attn_short, attn_cl, attn_clsize, delta_pf, q8t_wu, delta_trig, prep_early, attn_early, q8t_half, q8t_bch, attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_tm, attn_kvc_to, attn_kvc_sp out of range: exit 2 naming the pair"
 bad=""
-for kv in attn_short=0 attn_short=4096 attn_cl=0 attn_cl=2147483647 attn_clsize=2 attn_clsize=8 delta_pf=0 delta_pf=1 q8t_wu=0 q8t_wu=2 delta_trig=0 delta_trig=3 prep_early=0 prep_early=2 attn_early=0 attn_early=1 q8t_half=0 q8t_half=1 q8t_bch=0 q8t_bch=1 attn_fuse=0 attn_fuse=3 attn_kvc=0 attn_kvc=2 attn_kvc=16 attn_kvc_from=0 attn_kvc_from=2147483647 attn_kvc_tm=0 attn_kvc_tm=1 attn_kvc_to=0 attn_kvc_to=2147483647; do
+for kv in attn_short=0 attn_short=4096 attn_cl=0 attn_cl=2147483647 attn_clsize=2 attn_clsize=8 delta_pf=0 delta_pf=1 q8t_wu=0 q8t_wu=2 delta_trig=0 delta_trig=3 prep_early=0 prep_early=2 attn_early=0 attn_early=1 q8t_half=0 q8t_half=1 q8t_bch=0 q8t_bch=1 attn_fuse=0 attn_fuse=3 attn_kvc=0 attn_kvc=2 attn_kvc=16 attn_kvc_from=0 attn_kvc_from=2147483647 attn_kvc_tm=0 attn_kvc_tm=1 attn_kvc_to=0 attn_kvc_to=2147483647 attn_kvc_sp=1 attn_kvc_sp=32; do
     case $(opened "$kv") in *"options:"*) bad="$bad $kv" ;; esac
 done
 is "" "$bad" "options: their range ends are accepted (the open goes on to the device)"
+is "2|kestrel-eval: options: attn_kvc_sp=3 needs attn_kvc_tm=1 (attention_kvcx reads the caches by tensor maps)" \
+  "$(opened attn_kvc_sp=3,attn_kvc_tm=0)" "options: attn_kvc_sp past 1 without the tensor maps refused, exit 2"
 done_testing

@@ -46,7 +46,8 @@
 #      against 0, also with pdl=0 and graph=0, and past attn_short=4 positions (the clustered form); the
 #      clustered steps by kv head (attn_kvc=16 past attn_kvc_from=1024 positions, the defaults) at 16, 8 and 3
 #      blocks per kv head against attn=split with the kernels they took (and the fallback to the cluster by q head
-#      where 3 blocks cannot hold the context), also with pdl=0 and graph=0;
+#      where 3 blocks cannot hold the context), also with pdl=0 and graph=0; the same over S clusters per kv head
+#      (attn_kvc_sp=3, 7 and 2, attention_kvcx) against attn=split, and against itself with pdl=0 and graph=0;
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -315,6 +316,15 @@ run_checks() {
     same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_fuse=1" "attn_short=4,attn_kvc_from=8,attn_fuse=1,attn_kvc_tm=0" || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,pdl=0" || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,graph=0" || all=1
+    note "- attn_kvc_sp (v38: the steps by kv head over S clusters per kv head, attention_kvcx, a ticket merge of the clusters' partials): 3 clusters of 8 with attn_prep inside, 7 of 4 with attn_prep on its own (attn_fuse=1), 2 of 2 (4096 positions at most: all of ctx 4096) vs attn=split at dot=f32 tol 1e-3 greedy 16, the kernels the steps took checked; vs itself with pdl=0 and graph=0 bit for bit"
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=8,attn_kvc_sp=3" --b-kernel attention_kvcx \
+        --b-no-kernel attention_kvct --b-no-kernel attn_prep || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=4,attn_kvc_sp=7,attn_fuse=1" --b-kernel attention_kvcx \
+        --b-kernel attn_prep --b-no-kernel attention_kvct || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=2,attn_kvc_sp=2" --b-kernel attention_kvcx \
+        --b-no-kernel attention_kvct || all=1
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=8,attn_kvc_sp=3" "attn_short=4,attn_kvc_from=8,attn_kvc=8,attn_kvc_sp=3,pdl=0" || all=1
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=8,attn_kvc_sp=3" "attn_short=4,attn_kvc_from=8,attn_kvc=8,attn_kvc_sp=3,graph=0" || all=1
     note "- delta_trig, delta_pf (where the delta rule lets the out projection launch; its state L2-prefetched before the PDL wait): the default (3, 1) vs 0,0 (the delta rule before v27), 0,1, 1,1 and 2,0, and vs itself with pdl=0 and graph=0"
     same_bits "$w27" "" "delta_trig=0,delta_pf=0" || all=1
     same_bits "$w27" "" "delta_trig=0,delta_pf=1" || all=1
