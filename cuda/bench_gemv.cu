@@ -13,7 +13,7 @@
  * arithmetic order (gemv_q8.cuh), so any difference is a bug.
  *
  * Usage: bench_gemv [--shape NAME]  (prints one TSV line per shape x variant; NAME ffn: the fused FFN only; l2: the L2-prefetch measurements;
- * gdnwin: the delta rule + out projection timeline). The TMA SwiGLU runs in the engine's default form (gate and up
+ * gdnwin: the delta rule + out projection timeline; attn, attnkv: the attentions, the kv-head one's read pattern). The TMA SwiGLU runs in the engine's default form (gate and up
  * rows in separate ring slots, option q8t_half=1 since PERF-NOTES v29); KC_Q8T_HALF=0 times the form before it.
  */
 #define KC_Q8T_DBG 1 /* gemv_q8t.cuh: per-block timeline of the TMA kernels (bench only) */
@@ -459,6 +459,60 @@ static int ffn_timeline(const char *name, F run, const void *gw, const void *dw,
         printf("# timeline %s %s (%zu blocks, us: min/median/max):", name, what[k], f[0].size());
         print_spread(f);
     }
+    return 0;
+}
+
+/* --shape attnkv: does the kv-head attention's read pattern bound it (PERF-NOTES v38 row 2)? The same bytes (K and V
+ * rows of n x 4 positions x 1 KB) and blocks, through caches of 4, 2 and 1 kv heads: nkv = 4 is the engine's (27B:
+ * 24/4 heads, each kv head's rows 4 KB apart), nkv = 1 (6/1 heads, 4n positions) reads every slot's 32 rows as one
+ * contiguous 32 KB. attention_kvcx over clusters of 8, 64 and 96 blocks in all (S = 64 / 8 / nkv, 96 / 8 / nkv);
+ * n = 4096 and 16384 positions per kv head of the 27B shape. Bytes column: K and V bytes read. */
+static int bench_attn_layout(cudaStream_t st)
+{
+    const int hd = 256, G = 6, nlist[2] = {4096, 16384}, nkvs[3] = {4, 2, 1};
+    const size_t kvmax = (size_t)16384 * 4 * hd; /* floats per cache at the largest case */
+    float *q, *qg, *kc, *vc, *y, *part;
+    kc_q8blk *oq;
+    unsigned int *cnt;
+    int32_t *pos;
+    CK(cudaMalloc(&q, 24 * hd * 4));
+    CK(cudaMalloc(&qg, 24 * 2 * hd * 4));
+    CK(cudaMalloc(&kc, kvmax * 4));
+    CK(cudaMalloc(&vc, kvmax * 4));
+    CK(cudaMalloc(&y, 24 * hd * 4));
+    CK(cudaMalloc(&part, (size_t)24 * 32 * (hd + 2) * 4));
+    CK(cudaMalloc(&oq, 24 * hd / 32 * sizeof(kc_q8blk)));
+    CK(cudaMalloc(&cnt, 24 * 4));
+    CK(cudaMalloc(&pos, 4));
+    CK(cudaMemset(q, 0, 24 * hd * 4));
+    CK(cudaMemset(qg, 0, 24 * 2 * hd * 4));
+    CK(cudaMemset(kc, 0, kvmax * 4));
+    CK(cudaMemset(vc, 0, kvmax * 4));
+    CK(cudaMemset(cnt, 0, 24 * 4));
+    CK(kc_attention_setup(4096, hd));
+    for (int ni = 0; ni < 2; ni++)
+        for (int ki = 0; ki < 3; ki++)
+            for (int nb = 64; nb <= 96; nb += 32) {
+                const int nkv = nkvs[ki], H = G * nkv, npos = nlist[ni] * 4 / nkv, sp = nb / 8 / nkv;
+                if (!kc_attention_kvcx_ok(H, nkv, hd, 8, sp, npos)) continue;
+                kc_tmap tm[2];
+                CK(kc_kv_tmap(&tm[0], kc, npos, nkv, hd));
+                CK(kc_kv_tmap(&tm[1], vc, npos, nkv, hd));
+                const int p = npos - 1;
+                CK(cudaMemcpy(pos, &p, 4, cudaMemcpyHostToDevice));
+                double us;
+                auto run = [&](int) {
+                    return kc_attention_kvcx(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, nkv, hd, 8, sp,
+                                             npos, 0, 0.0f, 0.0f, 0.0625f, pos, tm, part, cnt, st);
+                };
+                if (time_batches(run, 3, st, &us)) return 1;
+                const size_t bytes = (size_t)npos * nkv * hd * 8;
+                printf("attnkv\tattention_kvcx(8x%d) nkv=%d n=%d blocks=%d\t-\t-\t%.2f\t%.0f\t%zu\n", sp, nkv, npos, nb,
+                       us, bytes / us * 1e-3, bytes);
+            }
+    cudaFree(q); cudaFree(qg); cudaFree(kc); cudaFree(vc); cudaFree(y); cudaFree(part); cudaFree(oq); cudaFree(cnt);
+    cudaFree(pos);
+    fflush(stdout);
     return 0;
 }
 
@@ -1614,6 +1668,7 @@ int main(int argc, char **argv)
     if ((!only || !strcmp(only, "ffn")) && bench_ffn(x, xq, st, &fails)) return 1;
     if (only && !strcmp(only, "l2") && bench_l2(x, xq, st)) return 1; /* on request only: ~40 s */
     if (only && !strcmp(only, "attn") && bench_attn(st)) return 1;    /* on request only */
+    if (only && !strcmp(only, "attnkv") && bench_attn_layout(st)) return 1; /* on request only */
     if (only && !strcmp(only, "dtma") && bench_dtma(x, xq, st)) return 1;    /* on request only */
     if (only && !strcmp(only, "gdnwin") && bench_gdnwin(st)) return 1; /* on request only */
     printf("# %s\n", fails ? "FAIL: q8 variants disagree" : "q8 variants bit-identical");
