@@ -1278,6 +1278,25 @@ static void test_gdn_prep(int kh, int kd, int vh, int vd)
 
 /* random attention inputs: q (H, hd) normed-scale, qg (H, 2*hd) [q | gate] with gate (H, hd) its gate
  * halves, kc, vc (kvn,) caches */
+/* tm (2,) <- the tensor maps of a K and a V cache (ctx, Hkv, hd) (kc_kv_tmap) */
+static void kv_tmap_pair(kc_tmap *tm, const float *kcache, const float *vcache, int ctx, int Hkv, int hd)
+{
+    T_CK(kc_kv_tmap(&tm[0], kcache, ctx, Hkv, hd));
+    T_CK(kc_kv_tmap(&tm[1], vcache, ctx, Hkv, hd));
+}
+
+/* the attention-prep tests' inputs, in this order: qg (H, 2 hd) and the new k, v rows (Hkv, hd) in [-2, 2], the
+ * q/k norm weights (hd,) in [0.5, 1.5], a cache (kvn,) in [-1, 1] */
+static void kvc_fill(float *qg, float *k, float *v, float *qw, float *kw, float *cache, int H, int Hkv, int hd, size_t kvn)
+{
+    fill(qg, (size_t)H * 2 * hd, -2, 2);
+    fill(k, (size_t)Hkv * hd, -2, 2);
+    fill(v, (size_t)Hkv * hd, -2, 2);
+    fill(qw, hd, 0.5f, 1.5f);
+    fill(kw, hd, 0.5f, 1.5f);
+    fill(cache, kvn, -1, 1);
+}
+
 static void attn_fill(float *q, float *qg, float *gate, float *kc, float *vc, int H, int hd, size_t kvn)
 {
     fill(q, (size_t)H * hd, -0.3f, 0.3f);
@@ -1426,12 +1445,7 @@ static void test_gdn_small(void)
             const size_t kvn = (size_t)ctx * Hkv * hd;
             float *qg = hnew(H * 2 * hd), *k = hnew(Hkv * hd), *v = hnew(Hkv * hd), *qw = hnew(hd), *kw = hnew(hd);
             float *cache = hnew(kvn);
-            fill(qg, H * 2 * hd, -2, 2);
-            fill(k, Hkv * hd, -2, 2);
-            fill(v, Hkv * hd, -2, 2);
-            fill(qw, hd, 0.5f, 1.5f);
-            fill(kw, hd, 0.5f, 1.5f);
-            fill(cache, kvn, -1, 1);
+            kvc_fill(qg, k, v, qw, kw, cache, H, Hkv, hd, kvn);
             float *dqg = dup_f(qg, H * 2 * hd), *dk = dup_f(k, Hkv * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
             float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd), *daq = (float *)dnew(H * hd * 4);
             float *dkc1 = dup_f(cache, kvn), *dvc1 = dup_f(cache, kvn), *dkc2 = dup_f(cache, kvn), *dvc2 = dup_f(cache, kvn);
@@ -1505,12 +1519,7 @@ static void test_gdn_small(void)
             float *qg = hnew(H * 2 * hd), *k = hnew(Hkv * hd), *v = hnew(Hkv * hd), *qw = hnew(hd), *kw = hnew(hd);
             float *cache = hnew(kvn), *a1 = hnew(kvn), *a2 = hnew(kvn);
             q8_block *rq = (q8_block *)malloc(H * hd / 32 * sizeof *rq);
-            fill(qg, H * 2 * hd, -2, 2);
-            fill(k, Hkv * hd, -2, 2);
-            fill(v, Hkv * hd, -2, 2);
-            fill(qw, hd, 0.5f, 1.5f);
-            fill(kw, hd, 0.5f, 1.5f);
-            fill(cache, kvn, -1, 1);
+            kvc_fill(qg, k, v, qw, kw, cache, H, Hkv, hd, kvn);
             float *dqg = dup_f(qg, H * 2 * hd), *dk = dup_f(k, Hkv * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
             float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd), *daq = (float *)dnew(H * hd * 4);
             float *dkc1 = dup_f(cache, kvn), *dvc1 = dup_f(cache, kvn), *dkc2 = dup_f(cache, kvn), *dvc2 = dup_f(cache, kvn);
@@ -1518,10 +1527,8 @@ static void test_gdn_small(void)
             float *dkc3 = dup_f(cache, kvn), *dvc3 = dup_f(cache, kvn), *a3 = hnew(kvn);
             kc_q8blk *dq2 = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
             kc_tmap tm1[2], tm3[2]; /* the tensor maps of caches 1 (after attn_prep) and 3 (attention_kvct appends) */
-            T_CK(kc_kv_tmap(&tm1[0], dkc1, ctx, Hkv, hd));
-            T_CK(kc_kv_tmap(&tm1[1], dvc1, ctx, Hkv, hd));
-            T_CK(kc_kv_tmap(&tm3[0], dkc3, ctx, Hkv, hd));
-            T_CK(kc_kv_tmap(&tm3[1], dvc3, ctx, Hkv, hd));
+            kv_tmap_pair(tm1, dkc1, dvc1, ctx, Hkv, hd);
+            kv_tmap_pair(tm3, dkc3, dvc3, ctx, Hkv, hd);
             int32_t *dpos;
             T_CK(cudaMalloc(&dpos, 4));
             T_CK(kc_attention_setup(ctx, hd));
@@ -2031,12 +2038,7 @@ static void test_attention_kvcx(void)
         float *qg = hnew(H * 2 * hd), *k = hnew(Hkv * hd), *v = hnew(Hkv * hd), *qw = hnew(hd), *kw = hnew(hd);
         float *cache = hnew(kvn), *a1 = hnew(kvn), *a2 = hnew(kvn);
         q8_block *rq = (q8_block *)malloc(H * hd / 32 * sizeof *rq);
-        fill(qg, H * 2 * hd, -2, 2);
-        fill(k, Hkv * hd, -2, 2);
-        fill(v, Hkv * hd, -2, 2);
-        fill(qw, hd, 0.5f, 1.5f);
-        fill(kw, hd, 0.5f, 1.5f);
-        fill(cache, kvn, -1, 1);
+        kvc_fill(qg, k, v, qw, kw, cache, H, Hkv, hd, kvn);
         float *dqg = dup_f(qg, H * 2 * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
         float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd);
         float *dkc1 = dup_f(cache, kvn), *dvc1 = dup_f(cache, kvn), *dkc2 = dup_f(cache, kvn), *dvc2 = dup_f(cache, kvn);
@@ -2046,10 +2048,8 @@ static void test_attention_kvcx(void)
         unsigned int *dcnt = (unsigned int *)dnew(H * sizeof *dcnt), hc[64];
         T_CK(cudaMemset(dcnt, 0, H * sizeof *dcnt));
         kc_tmap tm1[2], tm2[2];
-        T_CK(kc_kv_tmap(&tm1[0], dkc1, ctx, Hkv, hd));
-        T_CK(kc_kv_tmap(&tm1[1], dvc1, ctx, Hkv, hd));
-        T_CK(kc_kv_tmap(&tm2[0], dkc2, ctx, Hkv, hd));
-        T_CK(kc_kv_tmap(&tm2[1], dvc2, ctx, Hkv, hd));
+        kv_tmap_pair(tm1, dkc1, dvc1, ctx, Hkv, hd);
+        kv_tmap_pair(tm2, dkc2, dvc2, ctx, Hkv, hd);
         int32_t *dpos;
         T_CK(cudaMalloc(&dpos, 4));
         T_CK(kc_attention_setup(ctx, hd));
