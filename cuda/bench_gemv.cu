@@ -13,11 +13,13 @@
  * arithmetic order (gemv_q8.cuh), so any difference is a bug.
  *
  * Usage: bench_gemv [--shape NAME]  (prints one TSV line per shape x variant; NAME ffn: the fused FFN only; l2: the L2-prefetch measurements;
- * gdnwin: the delta rule + out projection timeline; attn, attnkv: the attentions, the kv-head one's read pattern). The TMA SwiGLU runs in the engine's default form (gate and up
+ * gdnwin: the delta rule + out projection timeline; attn, attnkv, attntl: the attentions, the kv-head one's read pattern
+ * and timeline). The TMA SwiGLU runs in the engine's default form (gate and up
  * rows in separate ring slots, option q8t_half=1 since PERF-NOTES v29); KC_Q8T_HALF=0 times the form before it.
  */
 #define KC_Q8T_DBG 1 /* gemv_q8t.cuh: per-block timeline of the TMA kernels (bench only) */
 #define KC_AG_DBG 1  /* kernels.cu: attention_gqa_kernel's phases skipped on request (bench only) */
+#define KC_AKC_DBG 1 /* kernels.cu: per-block timeline of attention_kvc's launches (bench only, --shape attntl) */
 #include "kernels.cu"
 
 #include <stdio.h>
@@ -512,6 +514,107 @@ static int bench_attn_layout(cudaStream_t st)
             }
     cudaFree(q); cudaFree(qg); cudaFree(kc); cudaFree(vc); cudaFree(y); cudaFree(part); cudaFree(oq); cudaFree(cnt);
     cudaFree(pos);
+    fflush(stdout);
+    return 0;
+}
+
+/* --shape attntl: where the kv-head attention's time goes (PERF-NOTES v38: ~10 us per launch at any n, ~3.4 TB/s
+ * past it). attention_kvct over 16 blocks per kv head and attention_kvcx over 3 clusters of 8, 27B heads (24/4 x
+ * 256), n = 256 and 4096, AKC_TL_LAUNCHES launches back to back after 3 of warm-up, every block's marks (consumer
+ * thread 0's %globaltimer, kernels.cu KC_AKC_DBG): entry, PDL wait passed, q in shared memory, first K slot
+ * landed, scores done, p x V done, cluster partials visible, end. A launch's blocks are the grid-size records with
+ * the earliest entries in turn (each launch's blocks all enter before the next launch's: one block per SM, and the
+ * next launch's blocks become resident only as these leave). One line per kernel and n: per mark, the median over
+ * the middle launches of [the median block, the last block] in us from the launch's first entry, and the launch
+ * period (first entry to the next launch's first entry). */
+#define AKC_TL_LAUNCHES 24
+static int bench_attn_timeline(cudaStream_t st)
+{
+    const int H = 24, Hkv = 4, hd = 256, ctx = 4096, nlist[2] = {256, 4096};
+    const size_t kvn = (size_t)ctx * Hkv * hd;
+    const char *mark[8] = {"entry", "wait", "q", "first", "scores", "pv", "merge", "end"};
+    float *q, *qg, *kc, *vc, *y, *part;
+    kc_q8blk *oq;
+    unsigned int *cnt;
+    int32_t *pos;
+    akc_dbg_rec *rec;
+    const unsigned cap = AKC_TL_LAUNCHES * 96;
+    CK(cudaMalloc(&q, H * hd * 4));
+    CK(cudaMalloc(&qg, H * 2 * hd * 4));
+    CK(cudaMalloc(&kc, kvn * 4));
+    CK(cudaMalloc(&vc, kvn * 4));
+    CK(cudaMalloc(&y, H * hd * 4));
+    CK(cudaMalloc(&part, (size_t)H * 3 * (hd + 2) * 4));
+    CK(cudaMalloc(&oq, H * hd / 32 * sizeof(kc_q8blk)));
+    CK(cudaMalloc(&cnt, H * 4));
+    CK(cudaMalloc(&pos, 4));
+    CK(cudaMalloc(&rec, cap * sizeof *rec));
+    CK(cudaMemset(q, 0, H * hd * 4));
+    CK(cudaMemset(qg, 0, H * 2 * hd * 4));
+    CK(cudaMemset(kc, 0, kvn * 4));
+    CK(cudaMemset(vc, 0, kvn * 4));
+    CK(cudaMemset(cnt, 0, H * 4));
+    CK(kc_attention_setup(ctx, hd));
+    kc_tmap tm[2];
+    CK(kc_kv_tmap(&tm[0], kc, ctx, Hkv, hd));
+    CK(kc_kv_tmap(&tm[1], vc, ctx, Hkv, hd));
+    std::vector<akc_dbg_rec> h(cap);
+    for (int ni = 0; ni < 2; ni++)
+        for (int ki = 0; ki < 2; ki++) {
+            const int p = nlist[ni] - 1, nb = ki ? 96 : 64;
+            CK(cudaMemcpy(pos, &p, 4, cudaMemcpyHostToDevice));
+            auto launch = [&]() {
+                return ki ? kc_attention_kvcx(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, 8, 3,
+                                              ctx, 0, 0.0f, 0.0f, 0.0625f, pos, tm, part, cnt, st)
+                          : kc_attention_kvc(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, 16,
+                                             ctx, 0, 0.0f, 0.0f, 0.0625f, pos, tm, st);
+            };
+            akc_dbg_rec *none = NULL;
+            const unsigned zero = 0;
+            CK(cudaMemcpyToSymbol(g_akc_dbg, &none, sizeof none));
+            for (int i = 0; i < 3; i++) CK(launch());
+            CK(cudaStreamSynchronize(st));
+            CK(cudaMemcpyToSymbol(g_akc_dbg_n, &zero, sizeof zero));
+            CK(cudaMemcpyToSymbol(g_akc_dbg_cap, &cap, sizeof cap));
+            CK(cudaMemcpyToSymbol(g_akc_dbg, &rec, sizeof rec));
+            for (int i = 0; i < AKC_TL_LAUNCHES; i++) CK(launch());
+            CK(cudaStreamSynchronize(st));
+            CK(cudaMemcpyToSymbol(g_akc_dbg, &none, sizeof none));
+            unsigned got = 0;
+            CK(cudaMemcpyFromSymbol(&got, g_akc_dbg_n, sizeof got));
+            if (got != (unsigned)(AKC_TL_LAUNCHES * nb)) {
+                fprintf(stderr, "bench_gemv attntl: %u block records, expected %d\n", got, AKC_TL_LAUNCHES * nb);
+                return 1;
+            }
+            CK(cudaMemcpy(h.data(), rec, got * sizeof *rec, cudaMemcpyDeviceToHost));
+            std::sort(h.begin(), h.begin() + got, [](const akc_dbg_rec &a, const akc_dbg_rec &b) { return a.t[0] < b.t[0]; });
+            /* per mark: over launches 4 .. L-4, [median block, last block] us from the launch's first entry */
+            std::vector<double> med[8], last[8], period;
+            for (int l = 4; l < AKC_TL_LAUNCHES - 4; l++) {
+                const akc_dbg_rec *r = h.data() + (size_t)l * nb;
+                const double t0 = (double)r[0].t[0];
+                period.push_back(((double)r[nb].t[0] - t0) * 1e-3);
+                for (int m = 0; m < 8; m++) {
+                    std::vector<double> v;
+                    for (int b = 0; b < nb; b++)
+                        if (r[b].t[m]) v.push_back(((double)r[b].t[m] - t0) * 1e-3);
+                    if (v.empty()) continue;
+                    std::sort(v.begin(), v.end());
+                    med[m].push_back(v[v.size() / 2]);
+                    last[m].push_back(v.back());
+                }
+            }
+            auto median = [](std::vector<double> &v) {
+                std::sort(v.begin(), v.end());
+                return v.empty() ? 0.0 : v[v.size() / 2];
+            };
+            printf("# attntl %s n=%d: period %.2f us;", ki ? "attention_kvcx(8x3)" : "attention_kvct(16)", nlist[ni],
+                   median(period));
+            for (int m = 0; m < 8; m++) printf(" %s %.2f [%.2f]", mark[m], median(med[m]), median(last[m]));
+            printf("\n");
+        }
+    cudaFree(q); cudaFree(qg); cudaFree(kc); cudaFree(vc); cudaFree(y); cudaFree(part); cudaFree(oq); cudaFree(cnt);
+    cudaFree(pos); cudaFree(rec);
     fflush(stdout);
     return 0;
 }
@@ -1669,6 +1772,7 @@ int main(int argc, char **argv)
     if (only && !strcmp(only, "l2") && bench_l2(x, xq, st)) return 1; /* on request only: ~40 s */
     if (only && !strcmp(only, "attn") && bench_attn(st)) return 1;    /* on request only */
     if (only && !strcmp(only, "attnkv") && bench_attn_layout(st)) return 1; /* on request only */
+    if (only && !strcmp(only, "attntl") && bench_attn_timeline(st)) return 1; /* on request only */
     if (only && !strcmp(only, "dtma") && bench_dtma(x, xq, st)) return 1;    /* on request only */
     if (only && !strcmp(only, "gdnwin") && bench_gdnwin(st)) return 1; /* on request only */
     printf("# %s\n", fails ? "FAIL: q8 variants disagree" : "q8 variants bit-identical");

@@ -3040,6 +3040,23 @@ cudaError_t kc_attention_short_cl(const float *q, const float *kc, const float *
  * q heads (8, 256), k and v rows (2, 256), the block's accumulators (8, 256), M_b and L_b (2, 8) */
 #define AKC_SMEM (Q8T_BAR_BYTES + AKC_RING + (AKC_CMAX * 8 + 8 * 256 + 2 * 256 + 8 * 256 + 16) * 4)
 static_assert(AKC_RING >= AKC_WARPS * 8 * 256 * 4, "the warps' accumulators fit the ring");
+#ifdef KC_AKC_DBG /* bench_gemv only (--shape attntl): per-block timeline of attention_kvc's launches; the library
+                   * never defines it, so its kernels are unchanged */
+/* %globaltimer of consumer thread 0 at: 0 entry, 1 PDL wait passed, 2 q in shared memory, 3 first K slot landed,
+ * 4 scores done (pass 1), 5 p x V done (pass 2), 6 the cluster's partials visible (first cluster barrier), 7 end */
+typedef struct akc_dbg_rec {
+    unsigned long long t[8];
+    int sm, blk;
+} akc_dbg_rec;
+__device__ akc_dbg_rec *g_akc_dbg;
+__device__ unsigned int g_akc_dbg_n, g_akc_dbg_cap;
+#define AKC_T(i)                                                                                  \
+    do {                                                                                          \
+        if (threadIdx.x == 0) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(akc_t[i]));        \
+    } while (0)
+#else
+#define AKC_T(i) do { } while (0)
+#endif
 
 /* the 16 sums of v over the warp's 32 lanes, one per lane pair: lanes 2i and 2i + 1 get sum i */
 __device__ __forceinline__ float warp_sum16_scatter(const float (&v)[16])
@@ -3142,6 +3159,10 @@ __device__ __forceinline__ void attention_kvc_body(
     float *sab = sv + 256;                   /* (8, 256) the block's accumulators */
     float *sM = sab + 8 * 256, *sL = sM + 8; /* (8,) each */
     unsigned rank = 0, C = 1;
+#ifdef KC_AKC_DBG
+    unsigned long long akc_t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#endif
+    AKC_T(0);
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(C));
@@ -3158,6 +3179,7 @@ __device__ __forceinline__ void attention_kvc_body(
         for (int j = 0; j < 2; j++) wn[j] = __ldg((const float4 *)w + lane + 32 * j);
     }
     kc_pdl_begin();
+    AKC_T(1);
     const int n = *pos + 1, c = XS ? (n + S * (int)C - 1) / (S * (int)C) : (n + (int)C - 1) / (int)C,
               t0 = XS ? (sj * (int)C + (int)rank) * c : (int)rank * c, t1 = n < t0 + c ? n : t0 + c;
     const int rows = t1 > t0 ? t1 - t0 : 0, nsl = (rows + AKC_P - 1) / AKC_P;
@@ -3199,6 +3221,7 @@ __device__ __forceinline__ void attention_kvc_body(
         } else
             for (int e = ct; e < G * hd; e += 32 * AKC_WARPS) sq[e] = q[(size_t)(kvh * G) * hd + e];
         asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        AKC_T(2);
         /* pass 1: scores */
         {
             float4 qv[G][2];
@@ -3210,6 +3233,9 @@ __device__ __forceinline__ void attention_kvc_body(
                 const int s = k % AKC_NS, lap = k / AKC_NS, ta = t0 + k * AKC_P;
                 float4 kr[2][2];
                 akc_take_rows<PREP>(akcsm, ring, sk, s, lap, ta, n, t1, kr);
+#ifdef KC_AKC_DBG
+                if (k == 0) AKC_T(3);
+#endif
                 float v[16];
 #pragma unroll
                 for (int i = 0; i < 2; i++)
@@ -3229,6 +3255,7 @@ __device__ __forceinline__ void attention_kvc_body(
             }
         }
         asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        AKC_T(4);
         if (wid < G) { /* the block's max per head */
             float mx = -INFINITY;
             for (int t = lane; t < rows; t += 32) mx = fmaxf(mx, sp[t * 8 + wid]);
@@ -3276,6 +3303,7 @@ __device__ __forceinline__ void attention_kvc_body(
         }
         /* the warps' accumulators in order (the ring is free: every slot consumed) */
         asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        AKC_T(5);
         float *red = (float *)ring; /* (AKC_WARPS, G, 256) */
 #pragma unroll
         for (int g = 0; g < G; g++)
@@ -3294,6 +3322,7 @@ __device__ __forceinline__ void attention_kvc_body(
         }
     }
     cluster_sync_all(); /* every block's (M_b, L_b, a_b) written and visible to the cluster */
+    AKC_T(6);
     for (int g = (int)rank; g < G; g += (int)C) {
         if (threadIdx.x >= hd) break;
         const int d = threadIdx.x, h = kvh * G + g;
@@ -3344,6 +3373,18 @@ __device__ __forceinline__ void attention_kvc_body(
         if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
     }
     cluster_sync_all(); /* every block's shared memory read */
+    AKC_T(7);
+#ifdef KC_AKC_DBG
+    if (threadIdx.x == 0 && g_akc_dbg) {
+        const unsigned i = atomicAdd(&g_akc_dbg_n, 1u);
+        if (i < g_akc_dbg_cap) {
+            akc_dbg_rec *r = g_akc_dbg + i;
+            for (int j = 0; j < 8; j++) r->t[j] = akc_t[j];
+            asm volatile("mov.u32 %0, %%smid;" : "=r"(r->sm));
+            r->blk = (int)blockIdx.x;
+        }
+    }
+#endif
 }
 
 template <int G, bool PREP>
