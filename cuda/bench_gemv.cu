@@ -464,6 +464,42 @@ static int ffn_timeline(const char *name, F run, const void *gw, const void *dw,
     return 0;
 }
 
+/* the attention benches' device buffers: q (H, hd), qg (H, 2 hd), the K and V caches (kvn,) each, y (H, hd), part
+ * (H, nparts, hd + 2), oq (H hd / 32,) q8 blocks, cnt (H,) tickets, pos (1,); q, qg, the caches and cnt zeroed
+ * (the timings do not depend on the values) */
+typedef struct attn_bufs {
+    float *q, *qg, *kc, *vc, *y, *part;
+    kc_q8blk *oq;
+    unsigned int *cnt;
+    int32_t *pos;
+} attn_bufs;
+
+static int attn_bufs_alloc(attn_bufs *b, int H, int hd, size_t kvn, int nparts)
+{
+    memset(b, 0, sizeof *b);
+    CK(cudaMalloc(&b->q, (size_t)H * hd * 4));
+    CK(cudaMalloc(&b->qg, (size_t)H * 2 * hd * 4));
+    CK(cudaMalloc(&b->kc, kvn * 4));
+    CK(cudaMalloc(&b->vc, kvn * 4));
+    CK(cudaMalloc(&b->y, (size_t)H * hd * 4));
+    CK(cudaMalloc(&b->part, (size_t)H * nparts * (hd + 2) * 4));
+    CK(cudaMalloc(&b->oq, (size_t)H * hd / 32 * sizeof(kc_q8blk)));
+    CK(cudaMalloc(&b->cnt, (size_t)H * 4));
+    CK(cudaMalloc(&b->pos, 4));
+    CK(cudaMemset(b->q, 0, (size_t)H * hd * 4));
+    CK(cudaMemset(b->qg, 0, (size_t)H * 2 * hd * 4));
+    CK(cudaMemset(b->kc, 0, kvn * 4));
+    CK(cudaMemset(b->vc, 0, kvn * 4));
+    CK(cudaMemset(b->cnt, 0, (size_t)H * 4));
+    return 0;
+}
+
+static void attn_bufs_free(attn_bufs *b)
+{
+    cudaFree(b->q); cudaFree(b->qg); cudaFree(b->kc); cudaFree(b->vc); cudaFree(b->y); cudaFree(b->part);
+    cudaFree(b->oq); cudaFree(b->cnt); cudaFree(b->pos);
+}
+
 /* --shape attnkv: does the kv-head attention's read pattern bound it (PERF-NOTES v38 row 2)? The same bytes (K and V
  * rows of n x 4 positions x 1 KB) and blocks, through caches of 4, 2 and 1 kv heads: nkv = 4 is the engine's (27B:
  * 24/4 heads, each kv head's rows 4 KB apart), nkv = 1 (6/1 heads, 4n positions) reads every slot's 32 rows as one
@@ -473,24 +509,12 @@ static int bench_attn_layout(cudaStream_t st)
 {
     const int hd = 256, G = 6, nlist[2] = {4096, 16384}, nkvs[3] = {4, 2, 1};
     const size_t kvmax = (size_t)16384 * 4 * hd; /* floats per cache at the largest case */
-    float *q, *qg, *kc, *vc, *y, *part;
-    kc_q8blk *oq;
-    unsigned int *cnt;
-    int32_t *pos;
-    CK(cudaMalloc(&q, 24 * hd * 4));
-    CK(cudaMalloc(&qg, 24 * 2 * hd * 4));
-    CK(cudaMalloc(&kc, kvmax * 4));
-    CK(cudaMalloc(&vc, kvmax * 4));
-    CK(cudaMalloc(&y, 24 * hd * 4));
-    CK(cudaMalloc(&part, (size_t)24 * 32 * (hd + 2) * 4));
-    CK(cudaMalloc(&oq, 24 * hd / 32 * sizeof(kc_q8blk)));
-    CK(cudaMalloc(&cnt, 24 * 4));
-    CK(cudaMalloc(&pos, 4));
-    CK(cudaMemset(q, 0, 24 * hd * 4));
-    CK(cudaMemset(qg, 0, 24 * 2 * hd * 4));
-    CK(cudaMemset(kc, 0, kvmax * 4));
-    CK(cudaMemset(vc, 0, kvmax * 4));
-    CK(cudaMemset(cnt, 0, 24 * 4));
+    attn_bufs b;
+    if (attn_bufs_alloc(&b, 24, hd, kvmax, 32)) return 1;
+    float *q = b.q, *qg = b.qg, *kc = b.kc, *vc = b.vc, *y = b.y, *part = b.part;
+    kc_q8blk *oq = b.oq;
+    unsigned int *cnt = b.cnt;
+    int32_t *pos = b.pos;
     CK(kc_attention_setup(4096, hd));
     for (int ni = 0; ni < 2; ni++)
         for (int ki = 0; ki < 3; ki++)
@@ -512,8 +536,7 @@ static int bench_attn_layout(cudaStream_t st)
                 printf("attnkv\tattention_kvcx(8x%d) nkv=%d n=%d blocks=%d\t-\t-\t%.2f\t%.0f\t%zu\n", sp, nkv, npos, nb,
                        us, bytes / us * 1e-3, bytes);
             }
-    cudaFree(q); cudaFree(qg); cudaFree(kc); cudaFree(vc); cudaFree(y); cudaFree(part); cudaFree(oq); cudaFree(cnt);
-    cudaFree(pos);
+    attn_bufs_free(&b);
     fflush(stdout);
     return 0;
 }
@@ -533,27 +556,15 @@ static int bench_attn_timeline(cudaStream_t st)
     const int H = 24, Hkv = 4, hd = 256, ctx = 4096, nlist[2] = {256, 4096};
     const size_t kvn = (size_t)ctx * Hkv * hd;
     const char *mark[8] = {"entry", "wait", "q", "first", "scores", "pv", "merge", "end"};
-    float *q, *qg, *kc, *vc, *y, *part;
-    kc_q8blk *oq;
-    unsigned int *cnt;
-    int32_t *pos;
     akc_dbg_rec *rec;
     const unsigned cap = AKC_TL_LAUNCHES * 96;
-    CK(cudaMalloc(&q, H * hd * 4));
-    CK(cudaMalloc(&qg, H * 2 * hd * 4));
-    CK(cudaMalloc(&kc, kvn * 4));
-    CK(cudaMalloc(&vc, kvn * 4));
-    CK(cudaMalloc(&y, H * hd * 4));
-    CK(cudaMalloc(&part, (size_t)H * 3 * (hd + 2) * 4));
-    CK(cudaMalloc(&oq, H * hd / 32 * sizeof(kc_q8blk)));
-    CK(cudaMalloc(&cnt, H * 4));
-    CK(cudaMalloc(&pos, 4));
+    attn_bufs b;
+    if (attn_bufs_alloc(&b, H, hd, kvn, 3)) return 1;
+    float *q = b.q, *qg = b.qg, *kc = b.kc, *vc = b.vc, *y = b.y, *part = b.part;
+    kc_q8blk *oq = b.oq;
+    unsigned int *cnt = b.cnt;
+    int32_t *pos = b.pos;
     CK(cudaMalloc(&rec, cap * sizeof *rec));
-    CK(cudaMemset(q, 0, H * hd * 4));
-    CK(cudaMemset(qg, 0, H * 2 * hd * 4));
-    CK(cudaMemset(kc, 0, kvn * 4));
-    CK(cudaMemset(vc, 0, kvn * 4));
-    CK(cudaMemset(cnt, 0, H * 4));
     CK(kc_attention_setup(ctx, hd));
     kc_tmap tm[2];
     CK(kc_kv_tmap(&tm[0], kc, ctx, Hkv, hd));
@@ -613,8 +624,8 @@ static int bench_attn_timeline(cudaStream_t st)
             for (int m = 0; m < 8; m++) printf(" %s %.2f [%.2f]", mark[m], median(med[m]), median(last[m]));
             printf("\n");
         }
-    cudaFree(q); cudaFree(qg); cudaFree(kc); cudaFree(vc); cudaFree(y); cudaFree(part); cudaFree(oq); cudaFree(cnt);
-    cudaFree(pos); cudaFree(rec);
+    attn_bufs_free(&b);
+    cudaFree(rec);
     fflush(stdout);
     return 0;
 }
@@ -1532,24 +1543,12 @@ static int bench_attn(cudaStream_t st)
 {
     const int H = 24, Hkv = 4, hd = 256, ctx = 32768, ns = kc_attention_splits(ctx);
     const size_t kvn = (size_t)ctx * Hkv * hd;
-    float *q, *qg, *kc, *vc, *y, *part;
-    kc_q8blk *oq;
-    unsigned int *cnt;
-    int32_t *pos;
-    CK(cudaMalloc(&q, H * hd * 4));
-    CK(cudaMalloc(&qg, H * 2 * hd * 4));
-    CK(cudaMalloc(&kc, kvn * 4));
-    CK(cudaMalloc(&vc, kvn * 4));
-    CK(cudaMalloc(&y, H * hd * 4));
-    CK(cudaMalloc(&part, (size_t)H * ns * (hd + 2) * 4));
-    CK(cudaMalloc(&oq, H * hd / 32 * sizeof(kc_q8blk)));
-    CK(cudaMalloc(&cnt, H * 4));
-    CK(cudaMalloc(&pos, 4));
-    CK(cudaMemset(q, 0, H * hd * 4));
-    CK(cudaMemset(qg, 0, H * 2 * hd * 4));
-    CK(cudaMemset(kc, 0, kvn * 4));
-    CK(cudaMemset(vc, 0, kvn * 4));
-    CK(cudaMemset(cnt, 0, H * 4));
+    attn_bufs b;
+    if (attn_bufs_alloc(&b, H, hd, kvn, ns)) return 1;
+    float *q = b.q, *qg = b.qg, *kc = b.kc, *vc = b.vc, *y = b.y, *part = b.part;
+    kc_q8blk *oq = b.oq;
+    unsigned int *cnt = b.cnt;
+    int32_t *pos = b.pos;
     CK(kc_attention_setup(ctx, hd));
     kc_tmap tmkv[2]; /* the caches' tensor maps (attention_kvct) */
     CK(kc_kv_tmap(&tmkv[0], kc, ctx, Hkv, hd));
@@ -1616,8 +1615,7 @@ static int bench_attn(cudaStream_t st)
         CK(cudaMemcpyToSymbol(g_ag_dbg, &zero, sizeof(int)));
     }
     fflush(stdout);
-    cudaFree(q); cudaFree(qg); cudaFree(kc); cudaFree(vc); cudaFree(y); cudaFree(part); cudaFree(oq);
-    cudaFree(cnt); cudaFree(pos);
+    attn_bufs_free(&b);
     return 0;
 }
 
