@@ -54,16 +54,18 @@
  * bits; default 1),
  * attn_fuse=0..3 (attn_prep folded into the short attention: bit 1 the one-block kernel (attention_short_prep),
  * bit 2 the clustered one (attention_short_cl_prep); same bits; default 3, PERF-NOTES v32),
- * attn_kvc=0|2..16, attn_kvc_from=N and attn_kvc_to=M (the steps with N < n <= min(ctx, M, attn_kvc x 1024) by
- * kv head, attention_kvc: a cluster of attn_kvc blocks per kv head reads each K and V row once for its q heads;
- * attn_prep inside where attn_fuse bit 2 folds it; within rounding of the clustered form; defaults 16, 1024
- * (PERF-NOTES v35) and 16384 (past attn_cl too, v36); attn_kvc=0: off),
+ * attn_kvc=auto|0|2..16, attn_kvc_from=N and attn_kvc_to=M (the steps with N < n <= min(ctx, M, attn_kvc x
+ * attn_kvc_sp x 1024) by kv head, attention_kvc: a cluster of attn_kvc blocks per kv head reads each K and V row
+ * once for its q heads; attn_prep inside where attn_fuse bit 2 folds it; within rounding of the clustered form;
+ * defaults auto (8 blocks where attn_kvc_sp > 1, else 16: PERF-NOTES v35, v39), 1024 (v35) and 16384 (past
+ * attn_cl too, v36); attn_kvc=0: off),
  * attn_kvc_tm=0|1 (attention_kvc's ring slots each filled by one tensor copy of 32 rows through a tensor map of the
  * cache, attention_kvct, instead of a bulk copy per row: same bits; default 1, PERF-NOTES v36; where the driver
  * cannot encode tensor maps the bulk copies go on),
- * attn_kvc_sp=1..32 (the steps by kv head over this many clusters of attn_kvc blocks per kv head, attention_kvcx:
- * more SMs on the same bytes, each cluster's partial merged by the last one (a ticket); up to attn_kvc_sp x
- * attn_kvc x 1024 positions; within rounding of attention_kvct; needs attn_kvc_tm=1; default 1, PERF-NOTES v38),
+ * attn_kvc_sp=auto|1..32 (the steps by kv head over this many clusters of attn_kvc blocks per kv head,
+ * attention_kvcx: more SMs on the same bytes, each cluster's partial merged by the last one (a ticket); within
+ * rounding of attention_kvct; needs attn_kvc_tm=1; default auto: 3 where the tensor maps are in use (attn_kvc_tm=1
+ * and a driver that encodes them), else 1; PERF-NOTES v38, v39),
  * q8t_half=0|1 (the TMA SwiGLU's gate and up rows in separate ring slots, each released after its dot: same bits;
  * default 1, PERF-NOTES v29),
  * q8t_bch=0|1 (the x-broadcast down projection (q8t_wu=2) with each stage's columns as two ring slots, released
@@ -105,13 +107,15 @@ extern "C" {
 #define ATTN_SHORT_DEFAULT 128 /* option attn_short: positions up to which attn=short takes its one-block kernel (v20: the clustered form wins from ~150) */
 #define Q8KIND_DEFAULT 2 /* option q8gemv: tma, ab 0.9777 against xs (PERF-NOTES v15) */
 #define ATTN_FUSE_DEFAULT 3 /* option attn_fuse: attn_prep inside the short attention, both forms (PERF-NOTES v32) */
-#define ATTN_KVC_DEFAULT 16 /* option attn_kvc: the clustered steps by kv head, 16 blocks per kv head (PERF-NOTES v35) */
+#define ATTN_KVC_DEFAULT -1 /* option attn_kvc: auto (model.cu kvc_blocks: 8 blocks per kv head over attn_kvc_sp > 1
+                            * clusters, else 16; PERF-NOTES v35, v39) */
 #define ATTN_KVC_FROM_DEFAULT 1024 /* option attn_kvc_from: by kv head past 1024 positions (v35 bench: up to 512 the
                                    * cluster by q head is as fast or faster) */
 #define ATTN_KVC_TO_DEFAULT 16384 /* option attn_kvc_to: by kv head up to 16384 positions, past attn_cl too (v36 call 4:
                                   * 9B prompt 12288 ab 0.9237 against attention_gqa) */
 #define ATTN_KVC_TM_DEFAULT 1 /* option attn_kvc_tm: a tensor copy per ring slot (PERF-NOTES v36) */
-#define ATTN_KVC_SP_DEFAULT 1 /* option attn_kvc_sp: one cluster per kv head (PERF-NOTES v38) */
+#define ATTN_KVC_SP_DEFAULT -1 /* option attn_kvc_sp: auto (model.cu kvc_sp: 3 clusters per kv head where the tensor
+                               * maps are in use, else 1; PERF-NOTES v38, v39) */
 #define Q8T_HALF_DEFAULT 1 /* option q8t_half: the SwiGLU's gate and up rows in separate slots (PERF-NOTES v29) */
 #define Q8T_BCH_DEFAULT 1  /* option q8t_bch: the down projection's stages as two column halves (PERF-NOTES v31) */
 #define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */
@@ -290,6 +294,14 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
             o->q8t_ogrid = -1;
             continue;
         }
+        if (!strcmp(kv, "attn_kvc") && !strcmp(val, "auto")) {
+            o->attn_kvc = -1;
+            continue;
+        }
+        if (!strcmp(kv, "attn_kvc_sp") && !strcmp(val, "auto")) {
+            o->attn_kvc_sp = -1;
+            continue;
+        }
         {
             const choice_opt *c = find_choice(kv);
             if (c) {
@@ -341,7 +353,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, prep_early=0..2, attn_early=0|1, attn_fuse=0..3, attn_kvc=0|2..16, attn_kvc_from=0..2147483647, attn_kvc_tm=0|1, attn_kvc_to=0..2147483647, attn_kvc_sp=1..32, q8t_half=0|1, q8t_bch=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, prep_early=0..2, attn_early=0|1, attn_fuse=0..3, attn_kvc=auto|0|2..16, attn_kvc_from=0..2147483647, attn_kvc_tm=0|1, attn_kvc_to=0..2147483647, attn_kvc_sp=auto|1..32, q8t_half=0|1, q8t_bch=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }

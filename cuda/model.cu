@@ -137,6 +137,18 @@ cleanup:
         if (kc_alloc(m, (void **)&(ptr), (size_t)(n) * sizeof *(ptr))) goto cleanup;              \
     } while (0)
 
+/* options attn_kvc_sp and attn_kvc, auto (-1) resolved (PERF-NOTES v39: 3 clusters of 8 blocks per kv head beat one
+ * of 16 at 27B prompt 12288, ab 0.9842 [0.9810, 0.9909], and tied at 4096; attention_kvcx reads the caches by tensor
+ * maps, so without them one cluster of 16, the v35-v38 default) */
+#define KVC_SP_AUTO 3
+#define KVC_BLOCKS_AUTO_SP 8  /* blocks per cluster where attn_kvc_sp > 1 */
+#define KVC_BLOCKS_AUTO_ONE 16 /* with one cluster per kv head */
+static int kvc_sp(const kc_model *m) { return m->attn_kvc_sp > 0 ? m->attn_kvc_sp : m->attn_kvc_tm ? KVC_SP_AUTO : 1; }
+static int kvc_blocks(const kc_model *m)
+{
+    return m->attn_kvc >= 0 ? m->attn_kvc : kvc_sp(m) > 1 ? KVC_BLOCKS_AUTO_SP : KVC_BLOCKS_AUTO_ONE;
+}
+
 int kc_model_alloc_runtime(kc_model *m)
 {
     int rc = -1;
@@ -176,7 +188,7 @@ int kc_model_alloc_runtime(kc_model *m)
         ALLOC(m->ak, d->nkv * d->hd);
         ALLOC(m->av, d->nkv * d->hd);
         KC_CK(m, kc_attention_setup(d->ctx, d->hd));
-        const int nsp = kc_attention_splits(d->ctx) > m->attn_kvc_sp ? kc_attention_splits(d->ctx) : m->attn_kvc_sp;
+        const int sp = kvc_sp(m), nsp = kc_attention_splits(d->ctx) > sp ? kc_attention_splits(d->ctx) : sp;
         ALLOC(m->attn_part, (size_t)d->nh * nsp * (d->hd + 2)); /* also attention_kvcx's (nh, attn_kvc_sp, hd + 2) */
         ALLOC(m->attn_cnt, d->nh);
     }
@@ -431,14 +443,14 @@ static int kv_tmaps_build(kc_model *m)
         for (int j = 0; j < 2; j++) {
             const cudaError_t e = kc_kv_tmap(&t[2 * i + j], (j ? m->vcache : m->kcache) + (size_t)i * kvs, d->ctx,
                                              d->nkv, d->hd);
-            if (e == cudaErrorNotSupported && m->attn_kvc_sp > 1) {
+            if (e == cudaErrorNotSupported && m->attn_kvc_sp > 1) { /* asked for by name */
                 kc_set_err(m, "attn_kvc_sp=%d: attention_kvcx reads the caches by tensor maps, which this driver "
                               "cannot encode (no cuTensorMapEncodeTiled); attn_kvc_sp=1 takes bulk copies",
                            m->attn_kvc_sp);
                 free(t);
                 return -1;
             }
-            if (e == cudaErrorNotSupported) {
+            if (e == cudaErrorNotSupported) { /* attn_kvc_sp and attn_kvc auto now resolve to 1 and 16 */
                 free(t);
                 m->attn_kvc_tm = 0;
                 return 0;
@@ -458,7 +470,7 @@ static int kv_tmaps_build(kc_model *m)
  * it is also the nmax kc_attention_kvc (kc_attention_kvcx) is asked to take */
 static int kvc_top(const kc_model *m)
 {
-    const int cap = kc_attention_kvc_max(m->attn_kvc) * m->attn_kvc_sp;
+    const int cap = kc_attention_kvc_max(kvc_blocks(m)) * kvc_sp(m);
     int top = m->dm.ctx < m->attn_kvc_to ? m->dm.ctx : m->attn_kvc_to;
     return top < cap ? top : cap;
 }
@@ -804,18 +816,17 @@ int kc_layer_step(kc_model *m, int l)
          * projection needs no quantize launch of its own */
         const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
         /* attn_kvc_tm: the caches' tensor maps, built on the first step that takes them (host work only) */
-        if (kvc && m->attn_kvc_tm && !m->kv_tmap && kv_tmaps_build(m)) goto cleanup;
-        if (kvc && m->attn_kvc_sp > 1)
+        if (kvc && kvc_sp(m) > 1)
             RUN("attention_kvcx",
                 kc_attention_kvcx(fuse_ok ? m->qg : m->aq, fuse_ok ? m->ak : NULL, m->av, L->q_norm, L->k_norm, kc, vc,
-                                  m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, m->attn_kvc,
-                                  m->attn_kvc_sp, kvc_top(m), d->rope_dim, d->rope_base, d->eps,
+                                  m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, kvc_blocks(m),
+                                  kvc_sp(m), kvc_top(m), d->rope_dim, d->rope_base, d->eps,
                                   1.0f / sqrtf((float)hd), &m->ctl->pos, m->kv_tmap + 2 * ai, m->attn_part,
                                   m->attn_cnt, st));
         else if (kvc)
             RUN(m->attn_kvc_tm ? "attention_kvct" : "attention_kvc",
                 kc_attention_kvc(fuse_ok ? m->qg : m->aq, fuse_ok ? m->ak : NULL, m->av, L->q_norm, L->k_norm, kc, vc,
-                                 m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, m->attn_kvc,
+                                 m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, kvc_blocks(m),
                                  kvc_top(m), d->rope_dim, d->rope_base, d->eps,
                                  1.0f / sqrtf((float)hd), &m->ctl->pos, m->attn_kvc_tm ? m->kv_tmap + 2 * ai : NULL,
                                  st));
@@ -996,13 +1007,16 @@ int kc_model_step(kc_model *m, int want_logits, int capture, int n_pos)
     /* past attn_cl, attn_long=gqa takes the kv-head kernel; where that kernel does not take the shape (its
      * shared memory grows with ctx), the clustered form goes on rather than the slower split kernel */
     const int long_kind = m->attn_long && !kc_attention_gqa_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->dm.ctx) ? 2 : 0;
+    /* attn_kvc_tm: the caches' tensor maps, built before the first step's routing (host work only): a driver that
+     * cannot encode them turns attn_kvc_tm off, and with it what attn_kvc_sp and attn_kvc auto resolve to. Nothing
+     * of the step is started yet: the error returns at once. */
+    if (m->n_attn && m->attn_kvc && m->attn_kvc_tm && !m->kv_tmap && kv_tmaps_build(m)) return -1;
     /* past attn_kvc_from positions up to kvc_top, the clustered steps by kv head where that kernel takes the shape
      * (their own bound: v36 call 4, past attn_cl they beat attention_gqa); else the cluster by q head up to attn_cl */
-    const int top = kvc_top(m);
-    const int kvc = m->attn_kvc && n_pos > m->attn_kvc_from && n_pos <= top &&
-                    (m->attn_kvc_sp > 1 ? kc_attention_kvcx_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->attn_kvc,
-                                                               m->attn_kvc_sp, top)
-                                        : kc_attention_kvc_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->attn_kvc, top));
+    const int top = kvc_top(m), kb = kvc_blocks(m), sp = kvc_sp(m);
+    const int kvc = kb && n_pos > m->attn_kvc_from && n_pos <= top &&
+                    (sp > 1 ? kc_attention_kvcx_ok(m->dm.nh, m->dm.nkv, m->dm.hd, kb, sp, top)
+                            : kc_attention_kvc_ok(m->dm.nh, m->dm.nkv, m->dm.hd, kb, top));
     m->attn_short_step = m->attn_gqa != 2 ? 0 : n_pos <= m->attn_short ? 1 : kvc ? 3 : n_pos <= m->attn_cl ? 2 : long_kind;
     const int kind = want_logits + 2 * m->attn_short_step;
     if (trace) KC_CK(m, cudaMemsetAsync(m->trace_n, 0, sizeof *m->trace_n, m->st));

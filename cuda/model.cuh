@@ -111,10 +111,11 @@ typedef struct kc_model {
     int attn_fuse;            /* option attn_fuse: attn_prep inside the short attention, bit 1 one block, bit 2 clustered */
     int attn_kvc, attn_kvc_from, attn_kvc_to; /* options attn_kvc, attn_kvc_from, attn_kvc_to: the steps with
                                   * attn_kvc_from < n <= kvc_top(m) by kv head (kc_attention_kvc) over clusters of
-                                  * attn_kvc blocks; 0 off */
+                                  * attn_kvc blocks; 0 off, -1 auto (kvc_blocks) */
     int attn_kvc_tm;          /* option attn_kvc_tm: attention_kvc's ring slots by one tensor copy each (kv_tmap) */
     int attn_kvc_sp;          /* option attn_kvc_sp: the steps by kv head over this many clusters per kv head
-                               * (kc_attention_kvcx, with attn_kvc_tm); 1: one cluster (kc_attention_kvc) */
+                               * (kc_attention_kvcx, with attn_kvc_tm); 1: one cluster (kc_attention_kvc); -1
+                               * auto (kvc_sp) */
     kc_tmap *kv_tmap;         /* (n_attn, 2) each attention layer's K and V cache tensor maps, built at first use */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */

@@ -8,7 +8,7 @@
 lib=$top_builddir/cuda/libkestrel-cuda.so
 [ -f "$lib" ] || skip_all "CUDA engine not configured (no cuda/libkestrel-cuda.so)"
 command -v nm >/dev/null 2>&1 || skip_all "no nm"
-plan 17
+plan 18
 exports=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRVW]$/ {print $3}' | sort | tr '\n' ' ')
 is "kestrel_engine_entry " "$exports" "cuda-engine: exports exactly kestrel_engine_entry"
 ok "! ldd '$lib' | grep -q libcudart" "cuda-engine: CUDA runtime linked statically (no libcudart in ldd)"
@@ -51,10 +51,12 @@ for kv in attn_short=4097 attn_cl=2147483648 attn_clsize=1 attn_clsize=9 delta_p
 done
 is "" "$bad" "options: attn_short, attn_cl, attn_clsize, delta_pf, q8t_wu, delta_trig, prep_early, attn_early, q8t_half, q8t_bch, attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_tm, attn_kvc_to, attn_kvc_sp out of range: exit 2 naming the pair"
 bad=""
-for kv in attn_short=0 attn_short=4096 attn_cl=0 attn_cl=2147483647 attn_clsize=2 attn_clsize=8 delta_pf=0 delta_pf=1 q8t_wu=0 q8t_wu=2 delta_trig=0 delta_trig=3 prep_early=0 prep_early=2 attn_early=0 attn_early=1 q8t_half=0 q8t_half=1 q8t_bch=0 q8t_bch=1 attn_fuse=0 attn_fuse=3 attn_kvc=0 attn_kvc=2 attn_kvc=16 attn_kvc_from=0 attn_kvc_from=2147483647 attn_kvc_tm=0 attn_kvc_tm=1 attn_kvc_to=0 attn_kvc_to=2147483647 attn_kvc_sp=1 attn_kvc_sp=32; do
+for kv in attn_short=0 attn_short=4096 attn_cl=0 attn_cl=2147483647 attn_clsize=2 attn_clsize=8 delta_pf=0 delta_pf=1 q8t_wu=0 q8t_wu=2 delta_trig=0 delta_trig=3 prep_early=0 prep_early=2 attn_early=0 attn_early=1 q8t_half=0 q8t_half=1 q8t_bch=0 q8t_bch=1 attn_fuse=0 attn_fuse=3 attn_kvc=0 attn_kvc=2 attn_kvc=16 attn_kvc_from=0 attn_kvc_from=2147483647 attn_kvc_tm=0 attn_kvc_tm=1 attn_kvc_to=0 attn_kvc_to=2147483647 attn_kvc_sp=1 attn_kvc_sp=32 attn_kvc=auto attn_kvc_sp=auto attn_kvc_sp=auto,attn_kvc_tm=0 attn_kvc=auto,attn_kvc_sp=1; do
     case $(opened "$kv") in *"options:"*) bad="$bad $kv" ;; esac
 done
-is "" "$bad" "options: their range ends are accepted (the open goes on to the device)"
+is "" "$bad" "options: their range ends are accepted, attn_kvc and attn_kvc_sp also auto (attn_kvc_tm=0 alone too: attn_kvc_sp auto is 1 then) (the open goes on to the device)"
+is "2|kestrel-eval: options: attn_kvc_sp=Auto: expected a non-negative integer" "$(opened attn_kvc_sp=Auto)" \
+  "options: attn_kvc_sp's one word is auto (lower case), else a number"
 is "2|kestrel-eval: options: attn_kvc_sp=3 needs attn_kvc_tm=1 (attention_kvcx reads the caches by tensor maps)" \
   "$(opened attn_kvc_sp=3,attn_kvc_tm=0)" "options: attn_kvc_sp past 1 without the tensor maps refused, exit 2"
 done_testing

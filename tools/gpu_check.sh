@@ -44,10 +44,11 @@
 #      the down projection's stages as two column halves (q8t_bch=1, the default) against 0, also with pdl=0 and
 #      graph=0; attn_prep inside the one-block and the clustered short attention (attn_fuse=3, the default)
 #      against 0, also with pdl=0 and graph=0, and past attn_short=4 positions (the clustered form); the
-#      clustered steps by kv head (attn_kvc=16 past attn_kvc_from=1024 positions, the defaults) at 16, 8 and 3
-#      blocks per kv head against attn=split with the kernels they took (and the fallback to the cluster by q head
-#      where 3 blocks cannot hold the context), also with pdl=0 and graph=0; the same over S clusters per kv head
-#      (attn_kvc_sp=3, 7 and 2, attention_kvcx) against attn=split, and against itself with pdl=0 and graph=0;
+#      clustered steps by kv head (past attn_kvc_from=1024 positions) at 16, 8 and 3 blocks per kv head, one
+#      cluster each (attn_kvc_sp=1, the default until v39), against attn=split with the kernels they took (and
+#      the fallback to the cluster by q head where 3 blocks cannot hold the context), also with pdl=0 and
+#      graph=0; the same over S clusters per kv head (3 of 8 blocks: the defaults since v39; 7 of 4 and 2 of
+#      2; attention_kvcx) against attn=split, and against itself with pdl=0 and graph=0;
 #   4. kestrel-eval run suites/cuda-check.yaml --db $OUT/gpu.db, then the bitexact
 #      cases again (against the first run's archive) and `kestrel-eval report`;
 #   5. (with --perf) a synthetic 27B q4_0 model generated THERE (never carried) and
@@ -292,31 +293,36 @@ run_checks() {
     kern "ctx=4096,attn_short=4,attn_cl=8,attn_fuse=0" --b-kernel attn_prep --b-kernel attention_short \
         --b-kernel attention_short_cl --b-kernel attention_gqa --b-no-kernel attention_short_prep \
         --b-no-kernel attention_short_cl_prep || all=1
-    note "- attn_kvc (the clustered steps by kv head past attn_kvc_from positions; here attn_short=4,attn_kvc_from=8 so steps 5-8 take the cluster by q head and every later one attention_kvct, its ring filled by tensor copies: attn_kvc_tm=1, the default) at 16, 8 and 3 blocks per kv head vs attn=split at dot=f32 tol 1e-3 greedy 16, with attn_prep inside (the default attn_fuse=3) and, at 16, on its own (attn_fuse=1), the kernels the steps took checked (3 blocks at ctx 3072 and 4096: they hold 3072 positions, kc_attention_kvc_max); the kv-head steps' own bound (attn_kvc_to, v36): past it the cluster by q head up to attn_cl and attention_gqa beyond, past attn_cl below it by kv head, with attn_kvc=0 attention_gqa there; attn_kvc_tm=0 (attention_kvc, a bulk copy per row) the same; kvct vs kvc (attn_kvc_tm=0) bit for bit, with attn_prep inside and on its own; vs itself with pdl=0 and graph=0 bit for bit"
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8" --b-kernel attention_short_prep --b-kernel attention_short_cl_prep \
+    note "- attn_kvc (the clustered steps by kv head past attn_kvc_from positions; here attn_short=4,attn_kvc_from=8 and attn_kvc_sp=1 (one cluster per kv head, the default until v39) so steps 5-8 take the cluster by q head and every later one attention_kvct, its ring filled by tensor copies: attn_kvc_tm=1, the default) at 16, 8 and 3 blocks per kv head vs attn=split at dot=f32 tol 1e-3 greedy 16, with attn_prep inside (the default attn_fuse=3) and, at 16, on its own (attn_fuse=1), the kernels the steps took checked (3 blocks at ctx 3072 and 4096: they hold 3072 positions, kc_attention_kvc_max); the kv-head steps' own bound (attn_kvc_to, v36): past it the cluster by q head up to attn_cl and attention_gqa beyond, past attn_cl below it by kv head, with attn_kvc=0 attention_gqa there; attn_kvc_tm=0 (attention_kvc, a bulk copy per row) the same; kvct vs kvc (attn_kvc_tm=0) bit for bit, with attn_prep inside and on its own; vs itself with pdl=0 and graph=0 bit for bit"
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1" --b-kernel attention_short_prep --b-kernel attention_short_cl_prep \
         --b-kernel attention_kvct --b-no-kernel attention_kvc --b-no-kernel attn_prep --b-no-kernel attention_short_cl || all=1
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_fuse=1" --b-kernel attention_short_prep --b-kernel attn_prep \
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_fuse=1" --b-kernel attention_short_prep --b-kernel attn_prep \
         --b-kernel attention_short_cl --b-kernel attention_kvct --b-no-kernel attention_short_cl_prep || all=1
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_tm=0" --b-kernel attention_kvc --b-no-kernel attention_kvct || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_kvc_tm=0" --b-kernel attention_kvc --b-no-kernel attention_kvct || all=1
     # a block holds at most 1024 positions: 3 blocks take up to 3072 positions (kc_attention_kvc_max), whatever ctx
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=8" --b-kernel attention_kvct || all=1
-    kern "ctx=3072,attn_short=4,attn_kvc_from=8,attn_kvc=3" --b-kernel attention_kvct || all=1
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=3" --b-kernel attention_kvct || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_sp=1,attn_kvc=8" --b-kernel attention_kvct || all=1
+    kern "ctx=3072,attn_short=4,attn_kvc_from=8,attn_kvc_sp=1,attn_kvc=3" --b-kernel attention_kvct || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_sp=1,attn_kvc=3" --b-kernel attention_kvct || all=1
     # the steps by kv head have their own bound, min(ctx, attn_kvc_to, attn_kvc x 1024) (v36): past it the cluster by
     # q head up to attn_cl, then attention_gqa; past attn_cl below it, by kv head (attn_kvc=0: gqa there)
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_to=16" --b-kernel attention_kvct \
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_kvc_to=16" --b-kernel attention_kvct \
         --b-kernel attention_short_cl_prep --b-no-kernel attention_gqa || all=1
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_cl=16" --b-kernel attention_kvct --b-no-kernel attention_gqa \
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_cl=16" --b-kernel attention_kvct --b-no-kernel attention_gqa \
         --b-no-kernel attention_short_cl || all=1
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_cl=16,attn_kvc=0" --b-kernel attention_short_cl_prep \
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_sp=1,attn_cl=16,attn_kvc=0" --b-kernel attention_short_cl_prep \
         --b-kernel attention_gqa --b-no-kernel attention_kvct --b-no-kernel attention_kvc || all=1
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_cl=12,attn_kvc_to=16" --b-kernel attention_kvct \
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_cl=12,attn_kvc_to=16" --b-kernel attention_kvct \
         --b-kernel attention_gqa --b-no-kernel attention_short_cl || all=1
-    same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,attn_kvc_tm=0" || all=1
-    same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_fuse=1" "attn_short=4,attn_kvc_from=8,attn_fuse=1,attn_kvc_tm=0" || all=1
-    same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,pdl=0" || all=1
-    same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,graph=0" || all=1
-    note "- attn_kvc_sp (v38: the steps by kv head over S clusters per kv head, attention_kvcx, a ticket merge of the clusters' partials): 3 clusters of 8 with attn_prep inside, 7 of 4 with attn_prep on its own (attn_fuse=1), 2 of 2 (4096 positions at most: all of ctx 4096) vs attn=split at dot=f32 tol 1e-3 greedy 16, the kernels the steps took checked; vs itself with pdl=0 and graph=0 bit for bit"
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_kvc_tm=0" || all=1
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_fuse=1" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_fuse=1,attn_kvc_tm=0" || all=1
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,pdl=0" || all=1
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,graph=0" || all=1
+    note "- attn_kvc_sp (v38: the steps by kv head over S clusters per kv head, attention_kvcx, a ticket merge of the clusters' partials): the defaults (attn_kvc and attn_kvc_sp auto: 3 clusters of 8 since v39) routed to it, and with attn_kvc_tm=0 alone not (auto: one cluster of 16, attention_kvc), 3 clusters of 8 with attn_prep inside, 7 of 4 with attn_prep on its own (attn_fuse=1), 2 of 2 (4096 positions at most: all of ctx 4096) vs attn=split at dot=f32 tol 1e-3 greedy 16, the kernels the steps took checked; vs itself with pdl=0 and graph=0 bit for bit"
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8" --b-kernel attention_kvcx --b-no-kernel attention_kvct \
+        --b-no-kernel attn_prep || all=1
+    # auto without the tensor maps: one cluster of 16 (attn_kvc_sp and attn_kvc auto resolve to 1 and 16, v39)
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_tm=0" --b-kernel attention_kvc --b-no-kernel attention_kvcx \
+        --b-no-kernel attention_kvct || all=1
     kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=8,attn_kvc_sp=3" --b-kernel attention_kvcx \
         --b-no-kernel attention_kvct --b-no-kernel attn_prep || all=1
     kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=4,attn_kvc_sp=7,attn_fuse=1" --b-kernel attention_kvcx \
