@@ -475,6 +475,16 @@ static int kvc_top(const kc_model *m)
     return top < cap ? top : cap;
 }
 
+/* whether the step with n_pos positions goes by kv head (kc_attention_kvc or, over attn_kvc_sp clusters,
+ * kc_attention_kvcx): attn_kvc_from < n_pos <= kvc_top where the kernel takes the shape */
+static int kvc_step(const kc_model *m, int n_pos)
+{
+    const int top = kvc_top(m), kb = kvc_blocks(m), sp = kvc_sp(m);
+    return kb && n_pos > m->attn_kvc_from && n_pos <= top &&
+           (sp > 1 ? kc_attention_kvcx_ok(m->dm.nh, m->dm.nkv, m->dm.hd, kb, sp, top)
+                   : kc_attention_kvc_ok(m->dm.nh, m->dm.nkv, m->dm.hd, kb, top));
+}
+
 /* Two matrices kc_matvec2 takes in one launch: same type, width and layout */
 static int same_shape_class(const kc_mat *a, const kc_mat *b)
 {
@@ -1007,16 +1017,16 @@ int kc_model_step(kc_model *m, int want_logits, int capture, int n_pos)
     /* past attn_cl, attn_long=gqa takes the kv-head kernel; where that kernel does not take the shape (its
      * shared memory grows with ctx), the clustered form goes on rather than the slower split kernel */
     const int long_kind = m->attn_long && !kc_attention_gqa_ok(m->dm.nh, m->dm.nkv, m->dm.hd, m->dm.ctx) ? 2 : 0;
-    /* attn_kvc_tm: the caches' tensor maps, built before the first step's routing (host work only): a driver that
-     * cannot encode them turns attn_kvc_tm off, and with it what attn_kvc_sp and attn_kvc auto resolve to. Nothing
-     * of the step is started yet: the error returns at once. */
-    if (m->n_attn && m->attn_kvc && m->attn_kvc_tm && !m->kv_tmap && kv_tmaps_build(m)) return -1;
     /* past attn_kvc_from positions up to kvc_top, the clustered steps by kv head where that kernel takes the shape
-     * (their own bound: v36 call 4, past attn_cl they beat attention_gqa); else the cluster by q head up to attn_cl */
-    const int top = kvc_top(m), kb = kvc_blocks(m), sp = kvc_sp(m);
-    const int kvc = kb && n_pos > m->attn_kvc_from && n_pos <= top &&
-                    (sp > 1 ? kc_attention_kvcx_ok(m->dm.nh, m->dm.nkv, m->dm.hd, kb, sp, top)
-                            : kc_attention_kvc_ok(m->dm.nh, m->dm.nkv, m->dm.hd, kb, top));
+     * (their own bound: v36 call 4, past attn_cl they beat attention_gqa); else the cluster by q head up to attn_cl.
+     * attn_kvc_tm: the caches' tensor maps, built on the first step that takes them (host work only); a driver that
+     * cannot encode them turns attn_kvc_tm off, and with it what attn_kvc_sp and attn_kvc auto resolve to, so the
+     * step is routed again. Nothing of the step is started yet: an error returns at once. */
+    int kvc = kvc_step(m, n_pos);
+    if (kvc && m->attn_gqa == 2 && m->attn_kvc_tm && !m->kv_tmap) {
+        if (kv_tmaps_build(m)) return -1;
+        kvc = kvc_step(m, n_pos);
+    }
     m->attn_short_step = m->attn_gqa != 2 ? 0 : n_pos <= m->attn_short ? 1 : kvc ? 3 : n_pos <= m->attn_cl ? 2 : long_kind;
     const int kind = want_logits + 2 * m->attn_short_step;
     if (trace) KC_CK(m, cudaMemsetAsync(m->trace_n, 0, sizeof *m->trace_n, m->st));
