@@ -825,7 +825,7 @@ int kc_layer_step(kc_model *m, int l)
          * with attn_long=gqa); the output is quantised for wo by the same launch (dot=q8), so the out
          * projection needs no quantize launch of its own */
         const int q8_wo = q8_path(m, &L->wo) && hd % 32 == 0;
-        /* attn_kvc_tm: the caches' tensor maps, built on the first step that takes them (host work only) */
+        /* attn_kvc_tm: kc_model_step built the caches' tensor maps before it routed a step here (kvc) */
         if (kvc && kvc_sp(m) > 1)
             RUN("attention_kvcx",
                 kc_attention_kvcx(fuse_ok ? m->qg : m->aq, fuse_ok ? m->ak : NULL, m->av, L->q_norm, L->k_norm, kc, vc,
