@@ -64,8 +64,8 @@
  * cannot encode tensor maps the bulk copies go on),
  * attn_kvc_sp=auto|1..32 (the steps by kv head over this many clusters of attn_kvc blocks per kv head,
  * attention_kvcx: more SMs on the same bytes, each cluster's partial merged by the last one (a ticket); within
- * rounding of attention_kvct; needs attn_kvc_tm=1; default auto: 3 where the tensor maps are in use (attn_kvc_tm=1
- * and a driver that encodes them), else 1; PERF-NOTES v38, v39),
+ * rounding of attention_kvct; needs attn_kvc_tm=1; default auto: 3 where attn_kvc is auto too and the tensor maps
+ * are in use (attn_kvc_tm=1 and a driver that encodes them), else 1; PERF-NOTES v38, v39),
  * q8t_half=0|1 (the TMA SwiGLU's gate and up rows in separate ring slots, each released after its dot: same bits;
  * default 1, PERF-NOTES v29),
  * q8t_bch=0|1 (the x-broadcast down projection (q8t_wu=2) with each stage's columns as two ring slots, released
@@ -114,8 +114,8 @@ extern "C" {
 #define ATTN_KVC_TO_DEFAULT 16384 /* option attn_kvc_to: by kv head up to 16384 positions, past attn_cl too (v36 call 4:
                                   * 9B prompt 12288 ab 0.9237 against attention_gqa) */
 #define ATTN_KVC_TM_DEFAULT 1 /* option attn_kvc_tm: a tensor copy per ring slot (PERF-NOTES v36) */
-#define ATTN_KVC_SP_DEFAULT -1 /* option attn_kvc_sp: auto (model.cu kvc_sp: 3 clusters per kv head where the tensor
-                               * maps are in use, else 1; PERF-NOTES v38, v39) */
+#define ATTN_KVC_SP_DEFAULT -1 /* option attn_kvc_sp: auto (model.cu kvc_sp: 3 clusters per kv head where attn_kvc is
+                               * auto and the tensor maps are in use, else 1; PERF-NOTES v38, v39) */
 #define Q8T_HALF_DEFAULT 1 /* option q8t_half: the SwiGLU's gate and up rows in separate slots (PERF-NOTES v29) */
 #define Q8T_BCH_DEFAULT 1  /* option q8t_bch: the down projection's stages as two column halves (PERF-NOTES v31) */
 #define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */

@@ -139,11 +139,15 @@ cleanup:
 
 /* options attn_kvc_sp and attn_kvc, auto (-1) resolved (PERF-NOTES v39: 3 clusters of 8 blocks per kv head beat one
  * of 16 at 27B prompt 12288, ab 0.9842 [0.9810, 0.9909], and tied at 4096; attention_kvcx reads the caches by tensor
- * maps, so without them one cluster of 16, the v35-v38 default) */
+ * maps, so without them one cluster of 16, the v35-v38 default). The pair is the default: an attn_kvc given by
+ * name keeps its v35-v38 meaning, one cluster of that many blocks, unless attn_kvc_sp is given too. */
 #define KVC_SP_AUTO 3
 #define KVC_BLOCKS_AUTO_SP 8  /* blocks per cluster where attn_kvc_sp > 1 */
 #define KVC_BLOCKS_AUTO_ONE 16 /* with one cluster per kv head */
-static int kvc_sp(const kc_model *m) { return m->attn_kvc_sp > 0 ? m->attn_kvc_sp : m->attn_kvc_tm ? KVC_SP_AUTO : 1; }
+static int kvc_sp(const kc_model *m)
+{
+    return m->attn_kvc_sp > 0 ? m->attn_kvc_sp : m->attn_kvc < 0 && m->attn_kvc_tm ? KVC_SP_AUTO : 1;
+}
 static int kvc_blocks(const kc_model *m)
 {
     return m->attn_kvc >= 0 ? m->attn_kvc : kvc_sp(m) > 1 ? KVC_BLOCKS_AUTO_SP : KVC_BLOCKS_AUTO_ONE;

@@ -299,10 +299,11 @@ run_checks() {
     kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_fuse=1" --b-kernel attention_short_prep --b-kernel attn_prep \
         --b-kernel attention_short_cl --b-kernel attention_kvct --b-no-kernel attention_short_cl_prep || all=1
     kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_kvc_tm=0" --b-kernel attention_kvc --b-no-kernel attention_kvct || all=1
-    # a block holds at most 1024 positions: 3 blocks take up to 3072 positions (kc_attention_kvc_max), whatever ctx
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_sp=1,attn_kvc=8" --b-kernel attention_kvct || all=1
-    kern "ctx=3072,attn_short=4,attn_kvc_from=8,attn_kvc_sp=1,attn_kvc=3" --b-kernel attention_kvct || all=1
-    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_sp=1,attn_kvc=3" --b-kernel attention_kvct || all=1
+    # a block holds at most 1024 positions: 3 blocks take up to 3072 positions (kc_attention_kvc_max), whatever ctx;
+    # attn_kvc given alone keeps one cluster (attn_kvc_sp auto is 3 only with attn_kvc auto too, v39)
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=8" --b-kernel attention_kvct --b-no-kernel attention_kvcx || all=1
+    kern "ctx=3072,attn_short=4,attn_kvc_from=8,attn_kvc=3" --b-kernel attention_kvct --b-no-kernel attention_kvcx || all=1
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=3" --b-kernel attention_kvct --b-no-kernel attention_kvcx || all=1
     # the steps by kv head have their own bound, min(ctx, attn_kvc_to, attn_kvc x 1024) (v36): past it the cluster by
     # q head up to attn_cl, then attention_gqa; past attn_cl below it, by kv head (attn_kvc=0: gqa there)
     kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_kvc_to=16" --b-kernel attention_kvct \
@@ -317,7 +318,7 @@ run_checks() {
     same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_fuse=1" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_fuse=1,attn_kvc_tm=0" || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,pdl=0" || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,graph=0" || all=1
-    note "- attn_kvc_sp (v38: the steps by kv head over S clusters per kv head, attention_kvcx, a ticket merge of the clusters' partials): the defaults (attn_kvc and attn_kvc_sp auto: 3 clusters of 8 since v39) routed to it, and with attn_kvc_tm=0 alone not (auto: one cluster of 16, attention_kvc), 3 clusters of 8 with attn_prep inside, 7 of 4 with attn_prep on its own (attn_fuse=1), 2 of 2 (4096 positions at most: all of ctx 4096) vs attn=split at dot=f32 tol 1e-3 greedy 16, the kernels the steps took checked; vs itself with pdl=0 and graph=0 bit for bit"
+    note "- attn_kvc_sp (v38: the steps by kv head over S clusters per kv head, attention_kvcx, a ticket merge of the clusters' partials): the defaults (attn_kvc and attn_kvc_sp auto: 3 clusters of 8 since v39) routed to it, and with attn_kvc_tm=0 alone not (auto: one cluster of 16, attention_kvc), nor with attn_kvc=8 or 3 alone (one cluster of that many), 3 clusters of 8 with attn_prep inside, 7 of 4 with attn_prep on its own (attn_fuse=1), 2 of 2 (4096 positions at most: all of ctx 4096) vs attn=split at dot=f32 tol 1e-3 greedy 16, the kernels the steps took checked; vs itself with pdl=0 and graph=0 bit for bit"
     kern "ctx=4096,attn_short=4,attn_kvc_from=8" --b-kernel attention_kvcx --b-no-kernel attention_kvct \
         --b-no-kernel attn_prep || all=1
     # auto without the tensor maps: one cluster of 16 (attn_kvc_sp and attn_kvc auto resolve to 1 and 16, v39)

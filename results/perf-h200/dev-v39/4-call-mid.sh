@@ -4,8 +4,9 @@
 # every step past attn_kvc_from = 1024 positions on the strength of 27B prompts 12288 and 4096; v38's bench put 3 x 8
 # at 13.99 us against one cluster of 16 (attention_kvct) at 12.90 us at n = 1024, 18.45 vs 19.54 at 4096 (a
 # crossing near ~2500 positions). Here: `ab` B = the default against A = `attn_kvc=16,attn_kvc_sp=1` (v38's default)
-# at prompt 1536 (steps of 1537-1646 positions), 27B and 9B, on the shipped library (no rebuild).
-# Pack: tools/gpu_check.sh --pack /tmp/build-lead (HEAD builds the shipped library there); copy this script and
+# at prompt 1536 (steps of 1537-1646 positions), 27B and 9B, on the library HEAD builds (a02143b17a5c at 2-12-02: the
+# shipped 50b7b8b68e3c's routing for these options; it differs only for attn_kvc given alone).
+# Pack: tools/gpu_check.sh --pack /tmp/build-lead; copy this script and
 # 4-q132.yaml into .carry/gpu-check/. ~150 device-seconds with the start (27B ~9 s per run, 9B ~3 s; 3 pairs each).
 # Prediction (the bench's ~+0.8 us per attention layer at ~1600 positions, 16 layers; the 9B 8 layers): 27B
 # 1.001-1.004, 9B 1.001-1.005: "no difference" or "B slower, below min_effect".
