@@ -67,10 +67,10 @@
  * rounding of attention_kvct; needs attn_kvc_tm=1; default auto: 3 where attn_kvc is auto too and the tensor maps
  * are in use (attn_kvc_tm=1 and a driver that encodes them), else 1; PERF-NOTES v38, v39),
  * attn_kvc_push=0|1 (the steps by kv head merge their blocks' partials by push: each block stores them into the
- * merging block's shared memory, one cluster barrier, instead of the merging blocks reading them between two:
- * same bits; default 0, PERF-NOTES v40),
+ * merging block's shared memory, one cluster barrier, instead of the merging blocks reading them between two (0):
+ * same bits; default 1, PERF-NOTES v40),
  * attn_cl_push=0|1 (the same for the cluster by q head, attention_short_cl(_prep): each block stores its partial
- * into block 0's shared memory, one cluster barrier: same bits; default 0, PERF-NOTES v40),
+ * into block 0's shared memory, one cluster barrier: same bits; default 1, PERF-NOTES v40),
  * q8t_half=0|1 (the TMA SwiGLU's gate and up rows in separate ring slots, each released after its dot: same bits;
  * default 1, PERF-NOTES v29),
  * q8t_bch=0|1 (the x-broadcast down projection (q8t_wu=2) with each stage's columns as two ring slots, released
@@ -121,8 +121,10 @@ extern "C" {
 #define ATTN_KVC_TM_DEFAULT 1 /* option attn_kvc_tm: a tensor copy per ring slot (PERF-NOTES v36) */
 #define ATTN_KVC_SP_DEFAULT -1 /* option attn_kvc_sp: auto (model.cu kvc_sp: 3 clusters per kv head where attn_kvc is
                                * auto and the tensor maps are in use, else 1; PERF-NOTES v38, v39) */
-#define ATTN_KVC_PUSH_DEFAULT 0 /* option attn_kvc_push: the kv-head attention's merge by pull (PERF-NOTES v40) */
-#define ATTN_CL_PUSH_DEFAULT 0  /* option attn_cl_push: the q-head cluster's merge by pull (PERF-NOTES v40) */
+#define ATTN_KVC_PUSH_DEFAULT 1 /* option attn_kvc_push: the kv-head attention's merge by push (PERF-NOTES v40: ab
+                                * 27B prompt 4096 0.9987 [0.9922, 1.0008], bench -1.7 to -2.8 us per launch) */
+#define ATTN_CL_PUSH_DEFAULT 1  /* option attn_cl_push: the q-head cluster's merge by push (PERF-NOTES v40: ab 27B
+                                * prompt 512 0.9891 [0.9813, 0.9961]) */
 #define Q8T_HALF_DEFAULT 1 /* option q8t_half: the SwiGLU's gate and up rows in separate slots (PERF-NOTES v29) */
 #define Q8T_BCH_DEFAULT 1  /* option q8t_bch: the down projection's stages as two column halves (PERF-NOTES v31) */
 #define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */
