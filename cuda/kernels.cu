@@ -3102,10 +3102,12 @@ cudaError_t kc_attention_short_cl(const float *q, const float *kc, const float *
 #define AKC_RECV_ROW 260 /* a pushed partial: M, L, 2 unused, a (256): a 16-byte aligned */
 #define AKC_RECV 16       /* pushed partials a block receives at most: ceil(G / C) * C for G <= 8, C <= 16 */
 /* barriers, ring (reused for the warps' accumulators: AKC_WARPS x 8 x 256 floats), scores (AKC_CMAX, 8),
- * q heads (8, 256), k and v rows (2, 256), the block's accumulators (8, 256), M_b and L_b (2, 8), the pushed
- * partials (AKC_RECV, AKC_RECV_ROW) */
-#define AKC_SMEM                                                                                                   \
-    (Q8T_BAR_BYTES + AKC_RING + (AKC_CMAX * 8 + 8 * 256 + 2 * 256 + 8 * 256 + 16 + AKC_RECV * AKC_RECV_ROW) * 4)
+ * q heads (8, 256), k and v rows (2, 256), the block's accumulators (8, 256), M_b and L_b (2, 8). The push
+ * merge's receive rows (AKC_RECV, AKC_RECV_ROW) overlay q, k, v and the accumulators: a larger footprint cost
+ * the step ~1.6% at prompt 4096 (v40 call 2: the out projection's blocks no longer fit beside this kernel's
+ * under PDL) */
+#define AKC_SMEM (Q8T_BAR_BYTES + AKC_RING + (AKC_CMAX * 8 + 8 * 256 + 2 * 256 + 8 * 256 + 16) * 4)
+static_assert(AKC_RECV * AKC_RECV_ROW <= 8 * 256 + 2 * 256 + 8 * 256, "the receive rows fit q, k, v and sab");
 static_assert(AKC_RING >= AKC_WARPS * 8 * 256 * 4, "the warps' accumulators fit the ring");
 static_assert(AKC_SMEM <= 227 * 1024, "attention_kvc's shared memory fits an SM");
 #ifdef KC_AKC_DBG /* bench_gemv only (--shape attntl): per-block timeline of attention_kvc's launches; the library
@@ -3226,7 +3228,10 @@ __device__ __forceinline__ void attention_kvc_body(
     float *sk = sq + 8 * 256, *sv = sk + 256; /* (256,) each: the current k and v rows (PREP) */
     float *sab = sv + 256;                   /* (8, 256) the block's accumulators */
     float *sM = sab + 8 * 256, *sL = sM + 8; /* (8,) each */
-    float *recv = sL + 8; /* (AKC_RECV, AKC_RECV_ROW): push, the partials of the heads this block merges */
+    /* push: (AKC_RECV, AKC_RECV_ROW) the partials of the heads this block merges, over sq .. sab: free once this
+     * block's pass 2 is done, when it arrives at phase 1 of the cluster barrier (release); every block waits on
+     * phase 1 (acquire) before its first store into another's */
+    float *recv = sq;
     unsigned rank = 0, C = 1;
 #ifdef KC_AKC_DBG
     unsigned long long akc_t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -3240,7 +3245,6 @@ __device__ __forceinline__ void attention_kvc_body(
     const int kvh = XS ? (int)(blockIdx.x / C) / S : blockIdx.x / (int)C, lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
     const int sj = XS ? (int)(blockIdx.x / C) % S : 0;
     const size_t rs = (size_t)nkv * hd;
-    if (push) cluster_arrive_relaxed(); /* phase 1: this block has started */
     q8t_ring_init(akcsm, AKC_NS, AKC_WARPS);
     float4 wn[2]; /* PREP: this lane's norm weights (q heads' warps: q_norm; warp G: k_norm), before the wait */
     if (PREP && wid <= G) {
@@ -3274,6 +3278,8 @@ __device__ __forceinline__ void attention_kvc_body(
                 bulk_g2s(smem_addr(ring + (size_t)s * AKC_P * AKC_ROW + (size_t)lane * AKC_ROW),
                          (k < nsl ? kc : vc) + (size_t)(ta + lane) * rs + (size_t)kvh * hd, AKC_ROW, bar);
         }
+        __syncwarp();
+        if (push) cluster_arrive_release(); /* phase 1: the producer never touches sq .. sab */
     } else {
         const int ct = threadIdx.x; /* consumer thread 0..511 */
         if (PREP) { /* warp g < G: q head g; warp G: the k row (the block holding n - 1 only) */
@@ -3373,6 +3379,7 @@ __device__ __forceinline__ void attention_kvc_body(
         }
         /* the warps' accumulators in order (the ring is free: every slot consumed) */
         asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        if (push) cluster_arrive_release(); /* phase 1: sq .. sab free here (q, k, v read by the passes) */
         AKC_T(5);
         float *red = (float *)ring; /* (AKC_WARPS, G, 256) */
 #pragma unroll
@@ -3395,8 +3402,9 @@ __device__ __forceinline__ void attention_kvc_body(
     /* the merge of head g by block g % C. Pull (v35-v39): every block's (M_b, L_b, a_b) in its own shared
      * memory, a cluster barrier, the merging blocks read them by DSMEM, a second barrier keeps them alive. Push
      * (attn_kvc_push, PERF-NOTES v40): each block sums its warps' accumulators straight into the merging
-     * block's recv (entry (g / C) C + rank), one barrier, the merging blocks read locally, the others exit;
-     * the merging blocks' gates loaded before it. Same sums in the same order: the same bits. */
+     * block's recv (entry (g / C) C + rank) once every block is past its pass 2 (phase 1: recv overlays what
+     * the passes read), one barrier more, the merging blocks read locally, the others exit; the merging blocks'
+     * gates loaded before it. Same sums in the same order: the same bits. */
     bool merges = true;
     float gv[4] = {0.0f, 0.0f, 0.0f, 0.0f}; /* push: the gates of heads rank + i C (C >= 2, G <= 8: i < 4) */
     if (push) {
@@ -3405,7 +3413,7 @@ __device__ __forceinline__ void attention_kvc_body(
             const int g = (int)rank + i * (int)C;
             if (g < G && threadIdx.x < hd) gv[i] = gate[(size_t)(kvh * G + g) * gs + threadIdx.x];
         }
-        cluster_wait_acquire(); /* phase 1: every block of the cluster has started */
+        cluster_wait_acquire(); /* phase 1: every block of the cluster past its pass 2 (its sq .. sab free) */
         if (threadIdx.x < 32 * AKC_WARPS) {
             const float4 *red4 = (const float4 *)ring; /* (AKC_WARPS, G, 64) */
             for (int e = threadIdx.x; e < G * 64; e += 32 * AKC_WARPS) {
