@@ -3,7 +3,7 @@
 # local-depot numbering aside (the check docs/methodology.md asks of an option kept in the engine:
 # the default kernels byte-identical). Synthetic PTX, no nvcc needed.
 . "$top_srcdir/tests/lib.sh"
-plan 15
+plan 17
 PD=$top_srcdir/tools/ptx_diff.sh
 
 # two entries as nvcc writes them: a tab before each "// .globl", registers and labels numbered per
@@ -97,3 +97,23 @@ is "0 same _Z1kv" "$RC $(printf '%s\n' "$OUT" | head -1)" "a static shared varia
 sed -e 's/red+4/red+8/' "$T/st_new.ptx" >"$T/st_moved.ptx"
 run_cmd "$PD" "$T/st_old.ptx" "$T/st_moved.ptx"
 is 1 "$RC" "but a different offset into it differs"
+
+# the call-sequence comments around a call are numbered over the module: a kernel added earlier renumbers
+# them, the instructions stay
+cat >"$T/cs_old.ptx" <<'PTX'
+	// .globl	_Z1cv
+.visible .entry _Z1cv(
+)
+{
+	{ // callseq 19, 0
+	call.uni 	__internal_trig_reduction_slowpathd, (param0);
+	} // callseq 19
+	ret;
+}
+PTX
+sed -e 's/callseq 19/callseq 21/' "$T/cs_old.ptx" >"$T/cs_new.ptx"
+run_cmd "$PD" "$T/cs_old.ptx" "$T/cs_new.ptx"
+is "0 same _Z1cv" "$RC $(printf '%s\n' "$OUT" | head -1)" "renumbered callseq comments: the same"
+sed -e 's/slowpathd/slowpathf/' "$T/cs_new.ptx" >"$T/cs_call.ptx"
+run_cmd "$PD" "$T/cs_old.ptx" "$T/cs_call.ptx"
+is 1 "$RC" "but another callee differs"

@@ -6,6 +6,9 @@
 # v19: a run-time dealing option left the default step 1-2% slower); docs/methodology.md asks that a
 # kept option leave the default kernels byte-identical, and this says which are not.
 #
+# The `// callseq N` comments around a call are numbered over the whole module, so a kernel added before
+# another renumbers them (issue 6 v40); they are compared without their numbers.
+#
 # usage: tools/ptx_diff.sh [--only REGEX] OLD.ptx NEW.ptx
 #   OLD/NEW: `nvcc -ptx` output, e.g. `make cuda/kernels.ptx` of two trees
 #   --only REGEX: judge only the entries whose (mangled) name matches the extended regex
@@ -42,6 +45,7 @@ LC_ALL=C awk -v only="$only" '
     gsub(/<[0-9]+>/, "<N>", line)             # register counts in the declarations
     gsub(/\$L__BB[0-9_]+/, "$L", line)        # labels
     gsub(/__local_depot[0-9]+/, "__local_depot", line)
+    gsub(/callseq [0-9]+/, "callseq N", line) # call-sequence comments, numbered over the module
     text[side, cur] = text[side, cur] line "\n"
     lines[side, cur]++
   }
