@@ -1,0 +1,44 @@
+#!/bin/bash
+# v40 call 4, PREPARED for the next session (not run: no device time left): "After v40" item 1 with the push
+# merges as kernels of their own. Build: in a checkout of HEAD (HEAD's CUDA sources are b704f4f's), `git apply
+# results/perf-h200/dev-v40/push-merge-tmpl.patch`, build in /tmp/build-lead as usual; tools/ptx_diff.sh of that
+# build's cuda/kernels.ptx against HEAD's must say "188 same, 0 differ, 0 only-old, 29 only-new" (checked on the
+# CPU in v40: the pull kernels byte-identical to v39's, the push ones new). Pack: tools/gpu_check.sh --pack
+# /tmp/build-lead, HEAD's library (a02143b17a5c) copied in as engines/libkestrel-cuda-a02143b17a5c.so, this script
+# and 2-q134.yaml. ~420 s of wall (within one call), ~510 device-seconds with the start.
+# Order: test_kernels (the push kernels bit for bit against the pull ones) and engine_diff --tol 0 push vs pull
+# first; then three abs against v39's library, 3 pairs each: B = the patch's defaults (both push options 1) at 27B
+# prompt 4096 and prompt 512, and B = the patch with attn_kvc_push=0,attn_cl_push=0 at prompt 4096 (the control:
+# the same kernels as A, only the host code differs).
+# Prediction: the control 0.997-1.003; prompt 4096 0.990-0.998 (v40 bench: push 1.4-2.8 us per launch faster, 16
+# layers); prompt 512 0.992-1.000.
+# Rule, written before the call: ship the patch with both defaults 1 (then its official run) if the control's CI
+# holds 1, the prompt-4096 ab's upper end is below 1 (or its median below 1 with the lower end below 0.997) and
+# the prompt-512 ab's lower end is not above 1; an option whose ab is slower beyond noise defaults to 0. If the
+# control is slower beyond noise, the host code is at fault: nothing ships, PERF-NOTES says what to look at.
+set -u
+. tools/devcall.sh
+t0=$(date +%s)
+el() { echo "[+$(( $(date +%s) - t0 )) s] $*"; }
+echo "N $(devcall_sha)"
+OLD=$E/libkestrel-cuda-a02143b17a5c.so
+echo "A $(devcall_sha $OLD)"
+devcall_models 27b > $OUT/models.txt 2>&1 &
+mp=$!
+devcall_wide 27b
+devcall_test_kernels
+grep -E "push" $OUT/tk.tap | cut -c1-160
+el test_kernels
+w27=$DEVCALL_TMP/w27.gguf
+devcall_same cuda "attn_short=4,attn_kvc_from=8" cuda "attn_short=4,attn_kvc_from=8,attn_kvc_push=0" $w27
+devcall_same cuda "attn_short=4" cuda "attn_short=4,attn_cl_push=0" $w27
+el same
+wait $mp; cat $OUT/models.txt
+el models
+DEVCALL_AB_ROUNDS=3 DEVCALL_AB_TIMEOUT=200 devcall_ab 2-q134.yaml q27-p4096 $OLD "graph=1,ctx=4608" cuda "graph=1,ctx=4608" "the push kernels (B, defaults) vs a02143b17a5c (A), 27B prompt 4096"
+el ab1
+DEVCALL_AB_ROUNDS=3 DEVCALL_AB_TIMEOUT=100 devcall_ab 2-q134.yaml q27-p512 $OLD "graph=1,ctx=4608" cuda "graph=1,ctx=4608" "the push kernels (B, defaults) vs a02143b17a5c (A), 27B prompt 512"
+el ab2
+DEVCALL_AB_ROUNDS=3 DEVCALL_AB_TIMEOUT=200 devcall_ab 2-q134.yaml q27-p4096 $OLD "graph=1,ctx=4608" cuda "graph=1,ctx=4608,attn_kvc_push=0,attn_cl_push=0" "control: the patch with both push options 0 (B) vs a02143b17a5c (A), 27B prompt 4096"
+el ab3
+devcall_close $OUT/ab.db
