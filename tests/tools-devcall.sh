@@ -8,7 +8,7 @@
 # and returns its status; devcall_suite runs a suite from the pack and keeps its log and kernel table, returning the
 # run's status; devcall_ab runs ab from the pack (options only where given, DEVCALL_AB_ROUNDS) and returns
 # its status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
-# reports a missing DB. tools/db_fold.sh, which devcall_close and official_h200.sh fold a DB's WAL with: on
+# reports a missing DB; devcall_mark prints the seconds since sourcing before its label. tools/db_fold.sh, which devcall_close and official_h200.sh fold a DB's WAL with: on
 # a DB left with a non-empty -wal (a writer that exited without closing) it folds the rows in with the sqlite3
 # tool or, without it, python3's sqlite3 module, and with neither it fails naming the DB and keeps the -wal
 # (the older code deleted it unfolded: rows lost).
@@ -24,7 +24,7 @@ for py in python3 /usr/bin/python3; do
     PYSQL=
 done
 [ -n "$PYSQL" ] || skip_all "no python3 with its sqlite3 module"
-plan 28
+plan 29
 TOOL=$top_srcdir/tools/devcall.sh
 P=$T/root/pack
 mkdir -p "$P/bin" "$P/engines" "$P/lib" "$T/root/tests/fixtures" "$T/res"
@@ -170,6 +170,8 @@ is "1|db_fold: $T/res/k.db: its write-ahead log is not folded in (no sqlite3 too
 run_cmd env PATH="$T/withpy" DB_FOLD_PYTHONS=python3 "$SH" "$top_srcdir/tools/db_fold.sh" "$T/res/k.db"
 is "0|9|no" "$RC|$(sqlite3 "$T/res/k.db" 'SELECT v FROM t')|$([ -e "$T/res/k.db-wal" ] && echo yes || echo no)" \
     "db_fold: without the sqlite3 tool (the GPU machine) python3 folds it in, the -wal gone"
+dc "DEVCALL_T0=\$((\$(date +%s) - 7)); devcall_mark models ready"
+like "$OUT" "^\[\+(7|8) s\] models ready$" "devcall_mark: the seconds since the tool was sourced, then the label"
 run_cmd sh "$top_srcdir/tools/db_fold.sh" "$T/res/none.db"
 is "1|db_fold: no $T/res/none.db" "$RC|$ERR" "db_fold: a missing DB is said and fails"
 done_testing

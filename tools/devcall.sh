@@ -25,6 +25,7 @@
 #                                         record lines printed
 #   devcall_close FILE.db ...             each DB's WAL folded in (tools/db_fold.sh), then xz -9 (FILE.db.xz);
 #                                         a DB whose WAL cannot be folded keeps its files and fails
+#   devcall_mark LABEL                    "[+N s] LABEL": seconds since the tool was sourced (where a call's time went)
 #
 # A and B of devcall_same, devcall_diff and devcall_ab: a library path, or `cuda` for the packed libkestrel-cuda.so.
 # Every function returns the exit status of what it ran (devcall_same, devcall_diff: engine_diff's, devcall_suite: the
@@ -43,6 +44,10 @@ DEVCALL_TMP=${DEVCALL_TMP:-/tmp}
 DEVCALL_TOOLS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 export LD_LIBRARY_PATH=$G/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 DEVCALL_TOKENS="1,2,3,4,5,6,7,8,200,17,3,42,99,5,128,64"
+DEVCALL_T0=$(date +%s)
+
+# "[+N s] LABEL", N the seconds since the tool was sourced (the call scripts v40 wrote as their own el())
+devcall_mark() { echo "[+$(($(date +%s) - DEVCALL_T0)) s] $*"; }
 
 # the stripped library's SHA-256 prefix (16 hex digits): the name every number of the call goes under
 devcall_sha() {

@@ -18,8 +18,6 @@
 # control is slower beyond noise, the host code is at fault: nothing ships, PERF-NOTES says what to look at.
 set -u
 . tools/devcall.sh
-t0=$(date +%s)
-el() { echo "[+$(( $(date +%s) - t0 )) s] $*"; }
 echo "N $(devcall_sha)"
 OLD=$E/libkestrel-cuda-a02143b17a5c.so
 echo "A $(devcall_sha $OLD)"
@@ -28,17 +26,17 @@ mp=$!
 devcall_wide 27b
 devcall_test_kernels
 grep -E "push" $OUT/tk.tap | cut -c1-160
-el test_kernels
+devcall_mark test_kernels
 w27=$DEVCALL_TMP/w27.gguf
 devcall_same cuda "attn_short=4,attn_kvc_from=8" cuda "attn_short=4,attn_kvc_from=8,attn_kvc_push=0" $w27
 devcall_same cuda "attn_short=4" cuda "attn_short=4,attn_cl_push=0" $w27
-el same
+devcall_mark same
 wait $mp; cat $OUT/models.txt
-el models
+devcall_mark models
 DEVCALL_AB_ROUNDS=3 DEVCALL_AB_TIMEOUT=200 devcall_ab 2-q134.yaml q27-p4096 $OLD "graph=1,ctx=4608" cuda "graph=1,ctx=4608" "the push kernels (B, defaults) vs a02143b17a5c (A), 27B prompt 4096"
-el ab1
+devcall_mark ab1
 DEVCALL_AB_ROUNDS=3 DEVCALL_AB_TIMEOUT=100 devcall_ab 2-q134.yaml q27-p512 $OLD "graph=1,ctx=4608" cuda "graph=1,ctx=4608" "the push kernels (B, defaults) vs a02143b17a5c (A), 27B prompt 512"
-el ab2
+devcall_mark ab2
 DEVCALL_AB_ROUNDS=3 DEVCALL_AB_TIMEOUT=200 devcall_ab 2-q134.yaml q27-p4096 $OLD "graph=1,ctx=4608" cuda "graph=1,ctx=4608,attn_kvc_push=0,attn_cl_push=0" "control: the patch with both push options 0 (B) vs a02143b17a5c (A), 27B prompt 4096"
-el ab3
+devcall_mark ab3
 devcall_close $OUT/ab.db
