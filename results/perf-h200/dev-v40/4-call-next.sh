@@ -10,8 +10,11 @@
 # first; then three abs against v39's library, 3 pairs each: B = the patch's defaults (both push options 1) at 27B
 # prompt 4096 and prompt 512, and B = the patch with attn_kvc_push=0,attn_cl_push=0 at prompt 4096 (the control:
 # the same kernels as A, only the host code differs).
+# Why this form: v40's run-time-switch build was slower in the step than v39 (prompt 4096 ab 1.0162) though its push
+# benched faster; its kvcx<6, PREP> PTX was 2.7x v39's (the body unswitched on the switch, the merge loop unrolled):
+# here the pull kernels are v39's byte for byte and the push kernels no larger (3822 PTX lines against 4077).
 # Prediction: the control 0.997-1.003; prompt 4096 0.990-0.998 (v40 bench: push 1.4-2.8 us per launch faster, 16
-# layers); prompt 512 0.992-1.000.
+# layers); prompt 512 0.992-1.000; attntl as v40's push rows (kvct(16) period ~10.2 us at n = 256).
 # Rule, written before the call: ship the patch with both defaults 1 (then its official run) if the control's CI
 # holds 1, the prompt-4096 ab's upper end is below 1 (or its median below 1 with the lower end below 0.997) and
 # the prompt-512 ab's lower end is not above 1; an option whose ab is slower beyond noise defaults to 0. If the
@@ -31,6 +34,9 @@ w27=$DEVCALL_TMP/w27.gguf
 devcall_same cuda "attn_short=4,attn_kvc_from=8" cuda "attn_short=4,attn_kvc_from=8,attn_kvc_push=0" $w27
 devcall_same cuda "attn_short=4" cuda "attn_short=4,attn_cl_push=0" $w27
 devcall_mark same
+DEVCALL_BENCH_TIMEOUT=60 devcall_bench attntl zzz
+grep "^# attntl" $OUT/bench_attntl.tsv
+devcall_mark bench
 wait $mp; cat $OUT/models.txt
 devcall_mark models
 DEVCALL_AB_ROUNDS=3 DEVCALL_AB_TIMEOUT=200 devcall_ab 2-q134.yaml q27-p4096 $OLD "graph=1,ctx=4608" cuda "graph=1,ctx=4608" "the push kernels (B, defaults) vs a02143b17a5c (A), 27B prompt 4096"
