@@ -8,10 +8,11 @@
 # and returns its status; devcall_suite runs a suite from the pack and keeps its log and kernel table, returning the
 # run's status; devcall_ab runs ab from the pack (options only where given, DEVCALL_AB_ROUNDS) and returns
 # its status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
-# reports a missing DB; devcall_mark prints the seconds since sourcing before its label. tools/db_fold.sh, which devcall_close and official_h200.sh fold a DB's WAL with: on
-# a DB left with a non-empty -wal (a writer that exited without closing) it folds the rows in with the sqlite3
-# tool or, without it, python3's sqlite3 module, and with neither it fails naming the DB and keeps the -wal
-# (the older code deleted it unfolded: rows lost).
+# reports a missing DB; devcall_mark prints the seconds since sourcing before its label. tools/db_fold.sh,
+# which devcall_close and official_h200.sh fold a DB's WAL with: on a DB left with a non-empty -wal (a writer
+# that exited without closing) it folds the rows in with the sqlite3 tool or, without it, python3's sqlite3
+# module, and with neither it fails naming the DB and keeps the -wal (the older code deleted it unfolded: rows
+# lost).
 . "$top_srcdir/tests/lib.sh"
 command -v bash >/dev/null 2>&1 || skip_all "no bash"
 command -v strip >/dev/null 2>&1 || skip_all "no strip"
