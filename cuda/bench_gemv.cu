@@ -529,7 +529,7 @@ static int bench_attn_layout(cudaStream_t st)
                 double us;
                 auto run = [&](int) {
                     return kc_attention_kvcx(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, nkv, hd, 8, sp,
-                                             npos, 0, 0.0f, 0.0f, 0.0625f, pos, tm, part, cnt, st);
+                                             npos, 0, 0.0f, 0.0f, 0.0625f, pos, tm, part, cnt, 0, st);
                 };
                 if (time_batches(run, 3, st, &us)) return 1;
                 const size_t bytes = (size_t)npos * nkv * hd * 8;
@@ -543,9 +543,10 @@ static int bench_attn_layout(cudaStream_t st)
 
 /* --shape attntl: where the kv-head attention's time goes (PERF-NOTES v38: ~10 us per launch at any n, ~3.4 TB/s
  * past it). attention_kvct over 16 blocks per kv head and attention_kvcx over 3 clusters of 8, 27B heads (24/4 x
- * 256), n = 256 and 4096, AKC_TL_LAUNCHES launches back to back after 3 of warm-up, every block's marks (consumer
- * thread 0's %globaltimer, kernels.cu KC_AKC_DBG): entry, PDL wait passed, q in shared memory, first K slot
- * landed, scores done, p x V done, cluster partials visible, end. A launch's blocks are the grid-size records with
+ * 256), each with its merge by pull and by push (attn_kvc_push, v40), n = 256 and 4096, AKC_TL_LAUNCHES launches
+ * back to back after 3 of warm-up, every block's marks (consumer thread 0's %globaltimer, kernels.cu KC_AKC_DBG):
+ * entry, PDL wait passed, q in shared memory, first K slot landed, scores done, p x V done, cluster partials
+ * visible (push: a merging block's partials received; the others' arrival), end. A launch's blocks are the grid-size records with
  * the earliest entries in turn (each launch's blocks all enter before the next launch's: one block per SM, and the
  * next launch's blocks become resident only as these leave). One line per kernel and n: per mark, the median over
  * the middle launches of [the median block, the last block] in us from the launch's first entry, and the launch
@@ -571,14 +572,14 @@ static int bench_attn_timeline(cudaStream_t st)
     CK(kc_kv_tmap(&tm[1], vc, ctx, Hkv, hd));
     std::vector<akc_dbg_rec> h(cap);
     for (int ni = 0; ni < 2; ni++)
-        for (int ki = 0; ki < 2; ki++) {
-            const int p = nlist[ni] - 1, nb = ki ? 96 : 64;
+        for (int ki = 0; ki < 4; ki++) { /* bit 0: kvcx(8x3), else kvct(16); bit 1: the push merge (attn_kvc_push) */
+            const int xs = ki & 1, push = ki >> 1, p = nlist[ni] - 1, nb = xs ? 96 : 64;
             CK(cudaMemcpy(pos, &p, 4, cudaMemcpyHostToDevice));
             auto launch = [&]() {
-                return ki ? kc_attention_kvcx(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, 8, 3,
-                                              ctx, 0, 0.0f, 0.0f, 0.0625f, pos, tm, part, cnt, st)
+                return xs ? kc_attention_kvcx(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, 8, 3,
+                                              ctx, 0, 0.0f, 0.0f, 0.0625f, pos, tm, part, cnt, push, st)
                           : kc_attention_kvc(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, 16,
-                                             ctx, 0, 0.0f, 0.0f, 0.0625f, pos, tm, st);
+                                             ctx, 0, 0.0f, 0.0f, 0.0625f, pos, tm, push, st);
             };
             akc_dbg_rec *none = NULL;
             const unsigned zero = 0;
@@ -619,8 +620,8 @@ static int bench_attn_timeline(cudaStream_t st)
                 std::sort(v.begin(), v.end());
                 return v.empty() ? 0.0 : v[v.size() / 2];
             };
-            printf("# attntl %s n=%d: period %.2f us;", ki ? "attention_kvcx(8x3)" : "attention_kvct(16)", nlist[ni],
-                   median(period));
+            printf("# attntl %s%s n=%d: period %.2f us;", xs ? "attention_kvcx(8x3)" : "attention_kvct(16)",
+                   push ? " push" : "", nlist[ni], median(period));
             for (int m = 0; m < 8; m++) printf(" %s %.2f [%.2f]", mark[m], median(med[m]), median(last[m]));
             printf("\n");
         }
@@ -1570,10 +1571,18 @@ static int bench_attn(cudaStream_t st)
         printf("attn\tattention_short n=%d\t-\t-\t%.2f\t-\t%zu\n", ns_list[ni], us, (size_t)ns_list[ni] * Hkv * hd * 8);
         for (int cs = 2; cs <= 8; cs *= 2) {
             auto shcl = [&](int) {
-                return kc_attention_short_cl(q, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, cs, 0.0625f, pos, st);
+                return kc_attention_short_cl(q, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, cs, 0.0625f, pos, 0, st);
             };
             if (time_batches(shcl, 3, st, &us)) return 1;
             printf("attn\tattention_short_cl(%d) n=%d\t-\t-\t%.2f\t-\t%zu\n", cs, ns_list[ni], us,
+                   (size_t)ns_list[ni] * Hkv * hd * 8);
+        }
+        { /* the push merge (attn_cl_push, v40) of the default cluster of 4 */
+            auto shcp = [&](int) {
+                return kc_attention_short_cl(q, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, 4, 0.0625f, pos, 1, st);
+            };
+            if (time_batches(shcp, 3, st, &us)) return 1;
+            printf("attn\tattention_short_cl(4) push n=%d\t-\t-\t%.2f\t-\t%zu\n", ns_list[ni], us,
                    (size_t)ns_list[ni] * Hkv * hd * 8);
         }
         for (int tmi = 0; tmi < 2; tmi++) /* the attention by kv head over a cluster (attn_kvc; attn_kvc_tm: kvct) */
@@ -1581,7 +1590,7 @@ static int bench_attn(cudaStream_t st)
                 if (!kc_attention_kvc_ok(H, Hkv, hd, cs, ns_list[ni])) continue;
                 auto kvc = [&](int) {
                     return kc_attention_kvc(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, cs,
-                                            ns_list[ni], 0, 0.0f, 0.0f, 0.0625f, pos, tmi ? tmkv : NULL, st);
+                                            ns_list[ni], 0, 0.0f, 0.0f, 0.0625f, pos, tmi ? tmkv : NULL, 0, st);
                 };
                 if (time_batches(kvc, 3, st, &us)) return 1;
                 printf("attn\tattention_kvc%s(%d) n=%d\t-\t-\t%.2f\t-\t%zu\n", tmi ? "t" : "", cs, ns_list[ni],
@@ -1595,10 +1604,24 @@ static int bench_attn(cudaStream_t st)
             if (!kc_attention_kvcx_ok(H, Hkv, hd, cs, sp, ns_list[ni])) continue;
             auto kvcx = [&](int) {
                 return kc_attention_kvcx(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, cs, sp,
-                                         ns_list[ni], 0, 0.0f, 0.0f, 0.0625f, pos, tmkv, part, cnt, st);
+                                         ns_list[ni], 0, 0.0f, 0.0f, 0.0625f, pos, tmkv, part, cnt, 0, st);
             };
             if (time_batches(kvcx, 3, st, &us)) return 1;
             printf("attn\tattention_kvcx(%dx%d) n=%d\t-\t-\t%.2f\t-\t%zu\n", cs, sp, ns_list[ni], us,
+                   (size_t)ns_list[ni] * Hkv * hd * 8);
+        }
+        /* the push merge (attn_kvc_push, v40) of the one cluster of 16 and of 3 clusters of 8 */
+        for (int xi = 0; xi < 2; xi++) {
+            if (xi ? !kc_attention_kvcx_ok(H, Hkv, hd, 8, 3, ns_list[ni]) : !kc_attention_kvc_ok(H, Hkv, hd, 16, ns_list[ni]))
+                continue;
+            auto push = [&](int) {
+                return xi ? kc_attention_kvcx(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, 8, 3,
+                                              ns_list[ni], 0, 0.0f, 0.0f, 0.0625f, pos, tmkv, part, cnt, 1, st)
+                          : kc_attention_kvc(q, NULL, NULL, NULL, NULL, kc, vc, qg + hd, 2 * hd, y, oq, H, Hkv, hd, 16,
+                                             ns_list[ni], 0, 0.0f, 0.0f, 0.0625f, pos, tmkv, 1, st);
+            };
+            if (time_batches(push, 3, st, &us)) return 1;
+            printf("attn\tattention_%s push n=%d\t-\t-\t%.2f\t-\t%zu\n", xi ? "kvcx(8x3)" : "kvct(16)", ns_list[ni], us,
                    (size_t)ns_list[ni] * Hkv * hd * 8);
         }
         const int dbg[6] = {0, 1, 2, 4, 8, 7};

@@ -66,6 +66,11 @@
  * attention_kvcx: more SMs on the same bytes, each cluster's partial merged by the last one (a ticket); within
  * rounding of attention_kvct; needs attn_kvc_tm=1; default auto: 3 where attn_kvc is auto too and the tensor maps
  * are in use (attn_kvc_tm=1 and a driver that encodes them), else 1; PERF-NOTES v38, v39),
+ * attn_kvc_push=0|1 (the steps by kv head merge their blocks' partials by push, attention_kvc*_push kernels: each
+ * block stores them into the merging block's shared memory, one cluster barrier more, instead of the merging blocks
+ * reading them between two (0: v39's kernels, unchanged): same bits; default 1, PERF-NOTES v40),
+ * attn_cl_push=0|1 (the same for the cluster by q head, attention_short_cl(_prep)_push kernels: each block stores
+ * its partial into block 0's shared memory, one cluster barrier: same bits; default 1, PERF-NOTES v40),
  * q8t_half=0|1 (the TMA SwiGLU's gate and up rows in separate ring slots, each released after its dot: same bits;
  * default 1, PERF-NOTES v29),
  * q8t_bch=0|1 (the x-broadcast down projection (q8t_wu=2) with each stage's columns as two ring slots, released
@@ -116,6 +121,10 @@ extern "C" {
 #define ATTN_KVC_TM_DEFAULT 1 /* option attn_kvc_tm: a tensor copy per ring slot (PERF-NOTES v36) */
 #define ATTN_KVC_SP_DEFAULT -1 /* option attn_kvc_sp: auto (model.cu kvc_sp: 3 clusters per kv head where attn_kvc is
                                * auto and the tensor maps are in use, else 1; PERF-NOTES v38, v39) */
+#define ATTN_KVC_PUSH_DEFAULT 1 /* option attn_kvc_push: the kv-head attention's merge by push, kernels of their own
+                                * (PERF-NOTES v40; the ship decision: dev-v40/4-call-next.sh's abs against v39) */
+#define ATTN_CL_PUSH_DEFAULT 1  /* option attn_cl_push: the q-head cluster's merge by push, kernels of their own
+                                * (PERF-NOTES v40; the same call) */
 #define Q8T_HALF_DEFAULT 1 /* option q8t_half: the SwiGLU's gate and up rows in separate slots (PERF-NOTES v29) */
 #define Q8T_BCH_DEFAULT 1  /* option q8t_bch: the down projection's stages as two column halves (PERF-NOTES v31) */
 #define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */
@@ -148,7 +157,7 @@ typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
     int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wu, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, q8t_ogrid, carveout, rms_fold, norm_tail;
     int attn_short, delta_pf, attn_cl, attn_clsize, attn_long, delta_trig, prep_early, attn_early, q8t_half, q8t_bch;
-    int attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_to, attn_kvc_tm, attn_kvc_sp;
+    int attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_to, attn_kvc_tm, attn_kvc_sp, attn_kvc_push, attn_cl_push;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -254,6 +263,8 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->attn_kvc_tm = ATTN_KVC_TM_DEFAULT;
     o->attn_kvc_to = ATTN_KVC_TO_DEFAULT;
     o->attn_kvc_sp = ATTN_KVC_SP_DEFAULT;
+    o->attn_kvc_push = ATTN_KVC_PUSH_DEFAULT;
+    o->attn_cl_push = ATTN_CL_PUSH_DEFAULT;
     o->q8t_half = Q8T_HALF_DEFAULT;
     o->q8t_bch = Q8T_BCH_DEFAULT;
     o->q8kind = Q8KIND_DEFAULT;
@@ -340,6 +351,8 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "attn_kvc_tm") && v <= 1) o->attn_kvc_tm = (int)v;
         else if (!strcmp(kv, "attn_kvc_to") && v <= INT_MAX) o->attn_kvc_to = (int)v;
         else if (!strcmp(kv, "attn_kvc_sp") && v >= 1 && v <= 32) o->attn_kvc_sp = (int)v;
+        else if (!strcmp(kv, "attn_kvc_push") && v <= 1) o->attn_kvc_push = (int)v;
+        else if (!strcmp(kv, "attn_cl_push") && v <= 1) o->attn_cl_push = (int)v;
         else if (!strcmp(kv, "q8t_half") && v <= 1) o->q8t_half = (int)v;
         else if (!strcmp(kv, "q8t_bch") && v <= 1) o->q8t_bch = (int)v;
         else if (!strcmp(kv, "carveout") && v <= 101) o->carveout = v == 101 ? -1 : (int)v;
@@ -353,7 +366,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, prep_early=0..2, attn_early=0|1, attn_fuse=0..3, attn_kvc=auto|0|2..16, attn_kvc_from=0..2147483647, attn_kvc_tm=0|1, attn_kvc_to=0..2147483647, attn_kvc_sp=auto|1..32, q8t_half=0|1, q8t_bch=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, prep_early=0..2, attn_early=0|1, attn_fuse=0..3, attn_kvc=auto|0|2..16, attn_kvc_from=0..2147483647, attn_kvc_tm=0|1, attn_kvc_to=0..2147483647, attn_kvc_sp=auto|1..32, attn_kvc_push=0|1, attn_cl_push=0|1, q8t_half=0|1, q8t_bch=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -662,6 +675,8 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->attn_kvc_tm = o.attn_kvc_tm;
     e->m->attn_kvc_to = o.attn_kvc_to;
     e->m->attn_kvc_sp = o.attn_kvc_sp;
+    e->m->attn_kvc_push = o.attn_kvc_push;
+    e->m->attn_cl_push = o.attn_cl_push;
     e->m->q8t_half = o.q8t_half;
     e->m->q8t_bch = o.q8t_bch;
     e->m->q8kind = o.q8kind;

@@ -2517,43 +2517,87 @@ __device__ __forceinline__ void cluster_sync_all(void)
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 #endif
 }
+/* the halves of cluster_sync_all, for the push merges (attn_kvc_push, attn_cl_push). Phase 1: each block arrives
+ * early and waits before its first store into another block's shared memory (the guide's rule: every block of
+ * the cluster has started; attention_kvc: every block past what the stores overwrite). Phase 2: arrive with
+ * release after the stores, the receivers wait with acquire. A block that exits counts as arrived. */
+__device__ __forceinline__ void cluster_arrive_relaxed(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_arrive_release(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait_acquire(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+#endif
+}
+/* *p of block `rank` of the cluster <- v (p: this block's address of the same shared variable) */
+__device__ __forceinline__ void st_dsmem_f32(float *p, unsigned rank, float v)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p), ra;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(ra), "f"(v) : "memory");
+}
+__device__ __forceinline__ void st_dsmem_f4(float *p, unsigned rank, float4 v)
+{
+    unsigned a = (unsigned)__cvta_generic_to_shared(p), ra;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(ra) : "r"(a), "r"(rank));
+    asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(ra), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w)
+                 : "memory");
+}
 /* attention_short_cl's end: the block's warps merged (max M_b, sum L_b, accumulator a_b in sm after the
  * warps'), a cluster barrier, block 0 (rank) merges the C blocks through distributed shared memory, gates by
  * gv and writes (and quantises) head h's output; a second barrier keeps every block's shared memory alive
- * until block 0 has read it. sm (AS_WARPS + 1, hd), wm, wl (AS_WARPS,), bml (2,): shared. */
-template <int HD4>
+ * until block 0 has read it. sm (AS_WARPS + 1, hd), wm, wl (AS_WARPS,), bml (2,): shared. PUSH (the _push kernels,
+ * option attn_cl_push, PERF-NOTES v40): each block stores its (M_b, L_b, a_b) into block 0's recv (C, hd + 4) (the
+ * dynamic shared memory after the kernel's own), one barrier, block 0 merges from its own shared memory and the
+ * others exit: the same sums in the same order, the same bits. */
+template <int HD4, bool PUSH = false>
 __device__ __forceinline__ void attn_short_cl_finish(float *sm, float *wm, float *wl, float *bml, int hd, float m,
                                                      float l, const float4 (&acc)[HD4],
                                                      const float (&gv)[HD4 > 2 ? 2 : 1], unsigned rank, unsigned C,
-                                                     int h, float *__restrict__ out, kc_q8blk *__restrict__ oq)
+                                                     int h, float *__restrict__ out, kc_q8blk *__restrict__ oq,
+                                                     float *recv = NULL)
 {
     float ew[AS_WARPS], Lb;
     const float Mb = attn_short_merge_warps<HD4>(sm, wm, wl, hd, m, l, acc, ew, Lb);
-    float *ab = sm + (size_t)AS_WARPS * hd; /* (hd,) the block's accumulator */
-    for (int d = threadIdx.x; d < hd; d += ATTN_THREADS) {
-        float a = 0.0f;
+    if constexpr (PUSH) { /* the kernel arrived (relaxed) at phase 1 at its top */
+        const int rw = hd + 4; /* a row of recv (C, hd + 4): M, L, 2 unused, a */
+        cluster_wait_acquire(); /* phase 1: every block of the cluster has started */
+        float *ent = recv + (size_t)rank * rw;
+        for (int d = threadIdx.x; d < hd; d += ATTN_THREADS) {
+            float a = 0.0f;
 #pragma unroll
-        for (int w = 0; w < AS_WARPS; w++) a += ew[w] * sm[(size_t)w * hd + d];
-        ab[d] = a;
-    }
-    if (threadIdx.x == 0) {
-        bml[0] = Mb;
-        bml[1] = Lb;
-    }
-    cluster_sync_all(); /* every block's (M_b, L_b, a_b) written and visible to the cluster */
-    if (rank == 0) {
+            for (int w = 0; w < AS_WARPS; w++) a += ew[w] * sm[(size_t)w * hd + d];
+            st_dsmem_f32(ent + 4 + d, 0u, a);
+        }
+        if (threadIdx.x == 0) {
+            st_dsmem_f32(ent, 0u, Mb);
+            st_dsmem_f32(ent + 1, 0u, Lb);
+        }
+        cluster_arrive_release(); /* phase 2: this block's partial pushed */
+        if (rank != 0) return;
+        cluster_wait_acquire(); /* every block's partial in recv */
         float Mr[AS_CL_MAX], er[AS_CL_MAX], M = -INFINITY, L = 0.0f;
 #pragma unroll
         for (int r = 0; r < AS_CL_MAX; r++)
             if (r < (int)C) {
-                Mr[r] = ld_dsmem_f32(&bml[0], (unsigned)r);
+                Mr[r] = recv[(size_t)r * rw];
                 M = fmaxf(M, Mr[r]);
             }
 #pragma unroll
         for (int r = 0; r < AS_CL_MAX; r++)
             if (r < (int)C) {
                 er[r] = Mr[r] == -INFINITY ? 0.0f : expf(Mr[r] - M);
-                L += er[r] * ld_dsmem_f32(&bml[1], (unsigned)r);
+                L += er[r] * recv[(size_t)r * rw + 1];
             }
         const float inv = 1.0f / L;
 #pragma unroll
@@ -2563,24 +2607,65 @@ __device__ __forceinline__ void attn_short_cl_finish(float *sm, float *wm, float
                 float a = 0.0f;
 #pragma unroll
                 for (int r = 0; r < AS_CL_MAX; r++)
-                    if (r < (int)C) a += er[r] * ld_dsmem_f32(ab + d, (unsigned)r);
+                    if (r < (int)C) a += er[r] * recv[(size_t)r * rw + 4 + d];
                 const float o = a * inv * (1.0f / (1.0f + expf(-gv[i])));
                 out[(size_t)h * hd + d] = o;
                 if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
             }
         }
+    } else {
+        float *ab = sm + (size_t)AS_WARPS * hd; /* (hd,) the block's accumulator */
+        for (int d = threadIdx.x; d < hd; d += ATTN_THREADS) {
+            float a = 0.0f;
+#pragma unroll
+            for (int w = 0; w < AS_WARPS; w++) a += ew[w] * sm[(size_t)w * hd + d];
+            ab[d] = a;
+        }
+        if (threadIdx.x == 0) {
+            bml[0] = Mb;
+            bml[1] = Lb;
+        }
+        cluster_sync_all(); /* every block's (M_b, L_b, a_b) written and visible to the cluster */
+        if (rank == 0) {
+            float Mr[AS_CL_MAX], er[AS_CL_MAX], M = -INFINITY, L = 0.0f;
+#pragma unroll
+            for (int r = 0; r < AS_CL_MAX; r++)
+                if (r < (int)C) {
+                    Mr[r] = ld_dsmem_f32(&bml[0], (unsigned)r);
+                    M = fmaxf(M, Mr[r]);
+                }
+#pragma unroll
+            for (int r = 0; r < AS_CL_MAX; r++)
+                if (r < (int)C) {
+                    er[r] = Mr[r] == -INFINITY ? 0.0f : expf(Mr[r] - M);
+                    L += er[r] * ld_dsmem_f32(&bml[1], (unsigned)r);
+                }
+            const float inv = 1.0f / L;
+#pragma unroll
+            for (int i = 0; i < (HD4 > 2 ? 2 : 1); i++) {
+                const int d = threadIdx.x + ATTN_THREADS * i;
+                if (d < hd) { /* warp-uniform: hd % 32 == 0 */
+                    float a = 0.0f;
+#pragma unroll
+                    for (int r = 0; r < AS_CL_MAX; r++)
+                        if (r < (int)C) a += er[r] * ld_dsmem_f32(ab + d, (unsigned)r);
+                    const float o = a * inv * (1.0f / (1.0f + expf(-gv[i])));
+                    out[(size_t)h * hd + d] = o;
+                    if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
+                }
+            }
+        }
+        cluster_sync_all(); /* block 0 has read every block's shared memory */
     }
-    cluster_sync_all(); /* block 0 has read every block's shared memory */
-
 }
 
-template <int HD4>
-__global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_kernel(const float *q, const float *kc,
-                                                                          const float *vc, const float *gate, int gs,
-                                                                          float *__restrict__ out,
-                                                                          kc_q8blk *__restrict__ oq, int nh, int nkv,
-                                                                          int hd, float scale, const int32_t *pos)
+template <int HD4, bool PUSH>
+__device__ __forceinline__ void attention_short_cl_run(const float *q, const float *kc, const float *vc,
+                                                       const float *gate, int gs, float *__restrict__ out,
+                                                       kc_q8blk *__restrict__ oq, int nh, int nkv, int hd, float scale,
+                                                       const int32_t *pos)
 {
+    if constexpr (PUSH) cluster_arrive_relaxed(); /* phase 1 of the push merge: this block has started */
     kc_pdl_begin();
     const int n = *pos + 1;
     extern __shared__ float sm[]; /* (AS_WARPS + 1, hd): the warps' accumulators, then the block's */
@@ -2599,7 +2684,30 @@ __global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_kernel(const 
     float4 acc[HD4];
     attn_short_scan<HD4>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, rs, n, (int)rank * AS_WARPS + wid,
                          AS_WARPS * (int)C, scale, m, l, acc);
-    attn_short_cl_finish<HD4>(sm, wm, wl, bml, hd, m, l, acc, gv, rank, C, h, out, oq);
+    attn_short_cl_finish<HD4, PUSH>(sm, wm, wl, bml, hd, m, l, acc, gv, rank, C, h, out, oq,
+                                    sm + (size_t)(AS_WARPS + 1) * hd);
+}
+
+template <int HD4>
+__global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_kernel(const float *q, const float *kc,
+                                                                          const float *vc, const float *gate, int gs,
+                                                                          float *__restrict__ out,
+                                                                          kc_q8blk *__restrict__ oq, int nh, int nkv,
+                                                                          int hd, float scale, const int32_t *pos)
+{
+    attention_short_cl_run<HD4, false>(q, kc, vc, gate, gs, out, oq, nh, nkv, hd, scale, pos);
+}
+
+/* with the push merge (option attn_cl_push): dynamic smem C * (hd + 4) floats more (recv) */
+template <int HD4>
+__global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_push_kernel(const float *q, const float *kc,
+                                                                               const float *vc, const float *gate,
+                                                                               int gs, float *__restrict__ out,
+                                                                               kc_q8blk *__restrict__ oq, int nh,
+                                                                               int nkv, int hd, float scale,
+                                                                               const int32_t *pos)
+{
+    attention_short_cl_run<HD4, true>(q, kc, vc, gate, gs, out, oq, nh, nkv, hd, scale, pos);
 }
 
 /* attn_prep + attention_short_cl in ONE launch (option attn_fuse bit 2): every block of q head h's cluster
@@ -2607,12 +2715,13 @@ __global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_kernel(const 
  * that scans the current position takes its K and V from them, then as attention_short_cl. Same bits as
  * attn_prep + attention_short_cl. hd 128 or 256; grid nh*C, cluster C; dynamic smem: (AS_WARPS + 4) * hd
  * floats. */
-template <int HD4>
-__global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_prep_kernel(
+template <int HD4, bool PUSH>
+__device__ __forceinline__ void attention_short_cl_prep_run(
     const float *qg, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
     float *__restrict__ kc, float *__restrict__ vc, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nh,
     int nkv, int hd, int rd, float base, float eps, float scale, const int32_t *pos)
 {
+    if constexpr (PUSH) cluster_arrive_relaxed(); /* phase 1 of the push merge: this block has started */
     extern __shared__ float sm[]; /* (AS_WARPS + 1, hd) as attention_short_cl, then q, k and v rows (3, hd) */
     __shared__ float wm[AS_WARPS], wl[AS_WARPS], bml[2], sh[32];
     unsigned rank = 0, C = 1;
@@ -2634,7 +2743,29 @@ __global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_prep_kernel(
     float4 acc[HD4];
     attn_short_scan<HD4, true>(qv, kc + (size_t)kvh * hd, vc + (size_t)kvh * hd, (size_t)nkv * hd, p + 1,
                                (int)rank * AS_WARPS + wid, AS_WARPS * (int)C, scale, m, l, acc, rk, rv);
-    attn_short_cl_finish<HD4>(sm, wm, wl, bml, hd, m, l, acc, gv, rank, C, h, out, oq);
+    attn_short_cl_finish<HD4, PUSH>(sm, wm, wl, bml, hd, m, l, acc, gv, rank, C, h, out, oq,
+                                    sm + (size_t)(AS_WARPS + 4) * hd);
+}
+
+template <int HD4>
+__global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_prep_kernel(
+    const float *qg, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *__restrict__ kc, float *__restrict__ vc, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nh,
+    int nkv, int hd, int rd, float base, float eps, float scale, const int32_t *pos)
+{
+    attention_short_cl_prep_run<HD4, false>(qg, ak, av, qnw, knw, kc, vc, out, oq, nh, nkv, hd, rd, base, eps, scale,
+                                            pos);
+}
+
+/* with the push merge (option attn_cl_push): dynamic smem C * (hd + 4) floats more (recv) */
+template <int HD4>
+__global__ void __launch_bounds__(ATTN_THREADS) attention_short_cl_prep_push_kernel(
+    const float *qg, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *__restrict__ kc, float *__restrict__ vc, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nh,
+    int nkv, int hd, int rd, float base, float eps, float scale, const int32_t *pos)
+{
+    attention_short_cl_prep_run<HD4, true>(qg, ak, av, qnw, knw, kc, vc, out, oq, nh, nkv, hd, rd, base, eps, scale,
+                                           pos);
 }
 
 /* The same split attention with one block per (kv head, split) for all G = nh/nkv q-heads that share
@@ -2978,36 +3109,48 @@ cudaError_t kc_attention_short_prep(const float *qg, const float *ak, const floa
 cudaError_t kc_attention_short_cl_prep(const float *qg, const float *ak, const float *av, const float *qnw,
                                        const float *knw, float *kc, float *vc, float *out, kc_q8blk *oq, int nh,
                                        int nkv, int hd, int csize, int rd, float base, float eps, float scale,
-                                       const int32_t *pos, cudaStream_t st)
+                                       const int32_t *pos, int push, cudaStream_t st)
 {
     if (!kc_attention_short_prep_ok(nh, nkv, hd, rd) || csize < 2 || csize > AS_CL_MAX) return cudaErrorInvalidValue;
-    const size_t smem = (size_t)(AS_WARPS + 4) * hd * sizeof(float);
+    const size_t smem = ((size_t)(AS_WARPS + 4) * hd + (push ? (size_t)csize * (hd + 4) : 0)) * sizeof(float);
     const dim3 grid((unsigned)(nh * csize));
-    if (hd == 128)
-        kc_launch_cluster(attention_short_cl_prep_kernel<1>, grid, ATTN_THREADS, smem, csize, st, qg, ak, av, qnw, knw,
-                          kc, vc, out, oq, nh, nkv, hd, rd, base, eps, scale, pos);
+#define ASCP_LAUNCH(K_)                                                                                            \
+    if (hd == 128)                                                                                                 \
+        kc_launch_cluster(K_<1>, grid, ATTN_THREADS, smem, csize, st, qg, ak, av, qnw, knw, kc, vc, out, oq, nh, nkv,   \
+                          hd, rd, base, eps, scale, pos);                                                          \
+    else                                                                                                           \
+        kc_launch_cluster(K_<2>, grid, ATTN_THREADS, smem, csize, st, qg, ak, av, qnw, knw, kc, vc, out, oq, nh, nkv,   \
+                          hd, rd, base, eps, scale, pos);
+    if (push)
+        ASCP_LAUNCH(attention_short_cl_prep_push_kernel)
     else
-        kc_launch_cluster(attention_short_cl_prep_kernel<2>, grid, ATTN_THREADS, smem, csize, st, qg, ak, av, qnw, knw,
-                          kc, vc, out, oq, nh, nkv, hd, rd, base, eps, scale, pos);
+        ASCP_LAUNCH(attention_short_cl_prep_kernel)
+#undef ASCP_LAUNCH
     return cudaGetLastError();
 }
 
 cudaError_t kc_attention_short_cl(const float *q, const float *kc, const float *vc, const float *gate, int gs,
                                   float *out, kc_q8blk *oq, int nh, int nkv, int hd, int csize, float scale,
-                                  const int32_t *pos, cudaStream_t st)
+                                  const int32_t *pos, int push, cudaStream_t st)
 {
     if (!kc_attention_short_ok(nh, nkv, hd) || csize < 2 || csize > AS_CL_MAX) return cudaErrorInvalidValue;
-    const size_t smem = (size_t)(AS_WARPS + 1) * hd * sizeof(float);
+    const size_t smem = ((size_t)(AS_WARPS + 1) * hd + (push ? (size_t)csize * (hd + 4) : 0)) * sizeof(float);
     const dim3 grid((unsigned)(nh * csize));
-    if (hd == 128)
-        kc_launch_cluster(attention_short_cl_kernel<1>, grid, ATTN_THREADS, smem, csize, st, q, kc, vc, gate, gs, out,
-                          oq, nh, nkv, hd, scale, pos);
-    else if (hd == 256)
-        kc_launch_cluster(attention_short_cl_kernel<2>, grid, ATTN_THREADS, smem, csize, st, q, kc, vc, gate, gs, out,
-                          oq, nh, nkv, hd, scale, pos);
+#define ASC_LAUNCH(K_)                                                                                             \
+    if (hd == 128)                                                                                                 \
+        kc_launch_cluster(K_<1>, grid, ATTN_THREADS, smem, csize, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd, scale,  \
+                          pos);                                                                                    \
+    else if (hd == 256)                                                                                            \
+        kc_launch_cluster(K_<2>, grid, ATTN_THREADS, smem, csize, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd, scale,  \
+                          pos);                                                                                    \
+    else                                                                                                           \
+        kc_launch_cluster(K_<4>, grid, ATTN_THREADS, smem, csize, st, q, kc, vc, gate, gs, out, oq, nh, nkv, hd, scale,  \
+                          pos);
+    if (push)
+        ASC_LAUNCH(attention_short_cl_push_kernel)
     else
-        kc_launch_cluster(attention_short_cl_kernel<4>, grid, ATTN_THREADS, smem, csize, st, q, kc, vc, gate, gs, out,
-                          oq, nh, nkv, hd, scale, pos);
+        ASC_LAUNCH(attention_short_cl_kernel)
+#undef ASC_LAUNCH
     return cudaGetLastError();
 }
 
@@ -3036,10 +3179,17 @@ cudaError_t kc_attention_short_cl(const float *q, const float *kc, const float *
 #define AKC_ROW 1024 /* a K or V row's bytes (hd 256) */
 #define AKC_CMAX 1024 /* positions per block at most */
 #define AKC_RING (AKC_NS * AKC_P * AKC_ROW)
+#define AKC_RECV_ROW 260 /* a pushed partial: M, L, 2 unused, a (256): a 16-byte aligned */
+#define AKC_RECV 16       /* pushed partials a block receives at most: ceil(G / C) * C for G <= 8, C <= 16 */
 /* barriers, ring (reused for the warps' accumulators: AKC_WARPS x 8 x 256 floats), scores (AKC_CMAX, 8),
- * q heads (8, 256), k and v rows (2, 256), the block's accumulators (8, 256), M_b and L_b (2, 8) */
+ * q heads (8, 256), k and v rows (2, 256), the block's accumulators (8, 256), M_b and L_b (2, 8). The push
+ * merge's receive rows (AKC_RECV, AKC_RECV_ROW) overlay q, k, v and the accumulators: a larger footprint cost
+ * the step ~1.6% at prompt 4096 (v40 call 2: the out projection's blocks no longer fit beside this kernel's
+ * under PDL) */
 #define AKC_SMEM (Q8T_BAR_BYTES + AKC_RING + (AKC_CMAX * 8 + 8 * 256 + 2 * 256 + 8 * 256 + 16) * 4)
+static_assert(AKC_RECV * AKC_RECV_ROW <= 8 * 256 + 2 * 256 + 8 * 256, "the receive rows fit q, k, v and sab");
 static_assert(AKC_RING >= AKC_WARPS * 8 * 256 * 4, "the warps' accumulators fit the ring");
+static_assert(AKC_SMEM <= 227 * 1024, "attention_kvc's shared memory fits an SM");
 #ifdef KC_AKC_DBG /* bench_gemv only (--shape attntl): per-block timeline of attention_kvc's launches; the library
                    * never defines it, so its kernels are unchanged */
 /* %globaltimer of consumer thread 0 at: 0 entry, 1 PDL wait passed, 2 q in shared memory, 3 first K slot landed,
@@ -3139,11 +3289,55 @@ __device__ __forceinline__ void akc_tensor_rows(uint32_t dst, const kc_tmap *map
 #endif
 }
 
+/* the push merge's last step for head h, thread d (dim d), from the cluster's merged (M, L, a): XS, the cluster's
+ * partial to part (nh, S, hd + 2) and the split that takes the last ticket of cnt[h] merges all S in split order
+ * (the same bits whichever split), the others return; then the output gated by gv, written and quantised. The
+ * pull merge writes the same steps out in attention_kvc_body, as v35-v39 did, so that its kernels keep their PTX
+ * (tools/ptx_diff.sh: inlined from here they did not, v40) */
+template <bool XS>
+__device__ __forceinline__ void akc_head_out(float M, float L, float a, float gv, int h, int d, int S,
+                                             int sj, float *part, unsigned int *cnt, unsigned char *ring,
+                                             float *__restrict__ out, kc_q8blk *__restrict__ oq)
+{
+    constexpr int hd = 256;
+    if (XS) { /* the cluster's partial of head h; the split that takes the last ticket merges all S */
+        float *pp = part + ((size_t)h * S + sj) * (hd + 2); /* part (nh, S, hd + 2): M, L, a */
+        pp[2 + d] = a;
+        if (d == 0) {
+            pp[0] = M;
+            pp[1] = L;
+        }
+        __threadfence();
+        asm volatile("bar.sync 2, %0;" ::"r"(hd) : "memory");
+        volatile int *last = (volatile int *)ring; /* the ring is free: every slot consumed */
+        if (d == 0) *last = atomicAdd(&cnt[h], 1u) == (unsigned)S - 1;
+        asm volatile("bar.sync 2, %0;" ::"r"(hd) : "memory");
+        if (!*last) return;
+        __threadfence();
+        const float *ph = part + (size_t)h * S * (hd + 2);
+        float Mx = -INFINITY, Lx = 0.0f, ax = 0.0f;
+        for (int j = 0; j < S; j++) Mx = fmaxf(Mx, __ldcg(ph + (size_t)j * (hd + 2)));
+        for (int j = 0; j < S; j++) { /* in split order: the same bits whichever split merges */
+            const float Mj = __ldcg(ph + (size_t)j * (hd + 2));
+            const float e = Mj == -INFINITY ? 0.0f : expf(Mj - Mx);
+            Lx += e * __ldcg(ph + (size_t)j * (hd + 2) + 1);
+            ax += e * __ldcg(ph + (size_t)j * (hd + 2) + 2 + d);
+        }
+        M = Mx;
+        L = Lx;
+        a = ax;
+        if (d == 0) cnt[h] = 0; /* re-armed for the next launch */
+    }
+    const float o = a / L * (1.0f / (1.0f + expf(-gv)));
+    out[(size_t)h * hd + d] = o;
+    if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
+}
+
 /* attention_kvc's body; TM (attention_kvct_kernel, option attn_kvc_tm=1, PERF-NOTES v36): the producer fills
  * each slot by ONE tensor copy of the slot's 32 rows (tmk, tmv: the layer's K and V cache maps) where TM = 0
  * issues 32 bulk copies of a row each (v35-v36 bench: ~36 ns per copied row per block, whatever the block
  * computes: the copies' issue, not the bytes, bounded the block) */
-template <int G, bool PREP, bool TM, bool XS = false>
+template <int G, bool PREP, bool TM, bool XS = false, bool PUSH = false>
 __device__ __forceinline__ void attention_kvc_body(
     const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
     float *kc, float *vc, const float *gate, int gs, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nkv,
@@ -3158,6 +3352,10 @@ __device__ __forceinline__ void attention_kvc_body(
     float *sk = sq + 8 * 256, *sv = sk + 256; /* (256,) each: the current k and v rows (PREP) */
     float *sab = sv + 256;                   /* (8, 256) the block's accumulators */
     float *sM = sab + 8 * 256, *sL = sM + 8; /* (8,) each */
+    /* push: (AKC_RECV, AKC_RECV_ROW) the partials of the heads this block merges, over sq .. sab: free once this
+     * block's pass 2 is done, when it arrives at phase 1 of the cluster barrier (release); every block waits on
+     * phase 1 (acquire) before its first store into another's */
+    float *recv = sq;
     unsigned rank = 0, C = 1;
 #ifdef KC_AKC_DBG
     unsigned long long akc_t[8] = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -3203,6 +3401,10 @@ __device__ __forceinline__ void attention_kvc_body(
             if (lane < ncp)
                 bulk_g2s(smem_addr(ring + (size_t)s * AKC_P * AKC_ROW + (size_t)lane * AKC_ROW),
                          (k < nsl ? kc : vc) + (size_t)(ta + lane) * rs + (size_t)kvh * hd, AKC_ROW, bar);
+        }
+        if constexpr (PUSH) { /* phase 1: the producer never touches sq .. sab */
+            __syncwarp();
+            cluster_arrive_release();
         }
     } else {
         const int ct = threadIdx.x; /* consumer thread 0..511 */
@@ -3303,6 +3505,7 @@ __device__ __forceinline__ void attention_kvc_body(
         }
         /* the warps' accumulators in order (the ring is free: every slot consumed) */
         asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
+        if constexpr (PUSH) cluster_arrive_release(); /* phase 1: sq .. sab free here (q, k, v read by the passes) */
         AKC_T(5);
         float *red = (float *)ring; /* (AKC_WARPS, G, 256) */
 #pragma unroll
@@ -3310,69 +3513,132 @@ __device__ __forceinline__ void attention_kvc_body(
 #pragma unroll
             for (int j = 0; j < 2; j++) ((float4 *)(red + (size_t)(wid * G + g) * 256))[lane + 32 * j] = acc[g][j];
         asm volatile("bar.sync 1, %0;" ::"r"(32 * AKC_WARPS) : "memory");
-        for (int e = ct; e < G * 256; e += 32 * AKC_WARPS) {
-            float a = 0.0f;
+        if constexpr (!PUSH)
+            for (int e = ct; e < G * 256; e += 32 * AKC_WARPS) {
+                float a = 0.0f;
 #pragma unroll
-            for (int w = 0; w < AKC_WARPS; w++) a += red[(size_t)w * G * 256 + e];
-            sab[e] = a;
-        }
+                for (int w = 0; w < AKC_WARPS; w++) a += red[(size_t)w * G * 256 + e];
+                sab[e] = a;
+            }
         if (rows == 0 && ct < G) {
             sM[ct] = -INFINITY;
             sL[ct] = 0.0f;
         }
     }
-    cluster_sync_all(); /* every block's (M_b, L_b, a_b) written and visible to the cluster */
-    AKC_T(6);
-    for (int g = (int)rank; g < G; g += (int)C) {
-        if (threadIdx.x >= hd) break;
-        const int d = threadIdx.x, h = kvh * G + g;
-        float Mr[16], M = -INFINITY, L = 0.0f, a = 0.0f;
+    /* the merge of head g by block g % C. Pull (PUSH false, v35-v39): every block's (M_b, L_b, a_b) in its own
+     * shared memory, a cluster barrier, the merging blocks read them by DSMEM, a second barrier keeps them alive.
+     * Push (the attention_kvc*_push kernels, option attn_kvc_push, PERF-NOTES v40): each block sums its warps'
+     * accumulators straight into the merging block's recv (entry (g / C) C + rank) once every block is past its
+     * pass 2 (phase 1: recv overlays what the passes read), one barrier more, the merging blocks read locally,
+     * the others exit; the merging blocks' gates loaded before it. Same sums in the same order: the same bits. */
+    if constexpr (PUSH) {
+        /* the gate of this block's first head (its only one where C >= G, as for the presets), loaded before the
+         * waits; further heads' gates in the loop */
+        const float gv0 = (int)rank < G && threadIdx.x < hd ? gate[(size_t)(kvh * G + (int)rank) * gs + threadIdx.x] : 0.0f;
+        cluster_wait_acquire(); /* phase 1: every block of the cluster past its pass 2 (its sq .. sab free) */
+        if (threadIdx.x < 32 * AKC_WARPS) {
+            const float4 *red4 = (const float4 *)ring; /* (AKC_WARPS, G, 64) */
+            for (int e = threadIdx.x; e < G * 64; e += 32 * AKC_WARPS) {
+                float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-        for (int r = 0; r < 16; r++)
-            if (r < (int)C) {
-                Mr[r] = ld_dsmem_f32(sM + g, (unsigned)r);
-                M = fmaxf(M, Mr[r]);
+                for (int w = 0; w < AKC_WARPS; w++) {
+                    const float4 r = red4[(size_t)w * G * 64 + e];
+                    a.x += r.x;
+                    a.y += r.y;
+                    a.z += r.z;
+                    a.w += r.w;
+                }
+                const int g = e / 64;
+                st_dsmem_f4(recv + (size_t)((g / (int)C) * (int)C + (int)rank) * AKC_RECV_ROW + 4 + 4 * (e % 64),
+                            (unsigned)(g % (int)C), a);
             }
-#pragma unroll
-        for (int r = 0; r < 16; r++)
-            if (r < (int)C) {
-                const float e = Mr[r] == -INFINITY ? 0.0f : expf(Mr[r] - M);
-                L += e * ld_dsmem_f32(sL + g, (unsigned)r);
-                a += e * ld_dsmem_f32(sab + g * 256 + d, (unsigned)r);
+            if (threadIdx.x < G) {
+                const int g = threadIdx.x;
+                float *ent = recv + (size_t)((g / (int)C) * (int)C + (int)rank) * AKC_RECV_ROW;
+                st_dsmem_f32(ent, (unsigned)(g % (int)C), sM[g]);
+                st_dsmem_f32(ent + 1, (unsigned)(g % (int)C), sL[g]);
             }
-        if (XS) { /* the cluster's partial of head h; the split that takes the last ticket merges all S */
-            float *pp = part + ((size_t)h * S + sj) * (hd + 2); /* part (nh, S, hd + 2): M, L, a */
-            pp[2 + d] = a;
-            if (d == 0) {
-                pp[0] = M;
-                pp[1] = L;
-            }
-            __threadfence();
-            asm volatile("bar.sync 2, %0;" ::"r"(hd) : "memory");
-            volatile int *last = (volatile int *)ring; /* the ring is free: every slot consumed */
-            if (d == 0) *last = atomicAdd(&cnt[h], 1u) == (unsigned)S - 1;
-            asm volatile("bar.sync 2, %0;" ::"r"(hd) : "memory");
-            if (!*last) continue;
-            __threadfence();
-            const float *ph = part + (size_t)h * S * (hd + 2);
-            float Mx = -INFINITY, Lx = 0.0f, ax = 0.0f;
-            for (int j = 0; j < S; j++) Mx = fmaxf(Mx, __ldcg(ph + (size_t)j * (hd + 2)));
-            for (int j = 0; j < S; j++) { /* in split order: the same bits whichever split merges */
-                const float Mj = __ldcg(ph + (size_t)j * (hd + 2));
-                const float e = Mj == -INFINITY ? 0.0f : expf(Mj - Mx);
-                Lx += e * __ldcg(ph + (size_t)j * (hd + 2) + 1);
-                ax += e * __ldcg(ph + (size_t)j * (hd + 2) + 2 + d);
-            }
-            M = Mx;
-            L = Lx;
-            a = ax;
-            if (d == 0) cnt[h] = 0; /* re-armed for the next launch */
         }
-        const float o = a / L * (1.0f / (1.0f + expf(-gate[(size_t)h * gs + d])));
-        out[(size_t)h * hd + d] = o;
-        if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
+        cluster_arrive_release(); /* phase 2: this block's partials pushed */
+        const bool merges = (int)rank < G;
+        if (merges) cluster_wait_acquire(); /* every block's partials of this block's heads in recv */
+        AKC_T(6);
+        /* a loop, not unrolled: unrolled over 4 heads the push kernels' PTX was twice the pull kernels' (v40) */
+        for (int g = (int)rank; merges && g < G; g += (int)C) {
+            if (threadIdx.x >= hd) break;
+            const int d = threadIdx.x, h = kvh * G + g;
+            const float *ent = recv + (size_t)(g / (int)C) * (int)C * AKC_RECV_ROW; /* (C, AKC_RECV_ROW) */
+            float Mr[16], M = -INFINITY, L = 0.0f, a = 0.0f;
+#pragma unroll
+            for (int r = 0; r < 16; r++)
+                if (r < (int)C) {
+                    Mr[r] = ent[r * AKC_RECV_ROW];
+                    M = fmaxf(M, Mr[r]);
+                }
+#pragma unroll
+            for (int r = 0; r < 16; r++)
+                if (r < (int)C) {
+                    const float e = Mr[r] == -INFINITY ? 0.0f : expf(Mr[r] - M);
+                    L += e * ent[r * AKC_RECV_ROW + 1];
+                    a += e * ent[r * AKC_RECV_ROW + 4 + d];
+                }
+            akc_head_out<XS>(M, L, a, g == (int)rank ? gv0 : gate[(size_t)h * gs + d], h, d, S, sj, part, cnt, ring, out,
+                             oq);
+        }
+    } else {
+        cluster_sync_all(); /* every block's (M_b, L_b, a_b) written and visible to the cluster */
+        AKC_T(6);
+        for (int g = (int)rank; g < G; g += (int)C) {
+            if (threadIdx.x >= hd) break;
+            const int d = threadIdx.x, h = kvh * G + g;
+            float Mr[16], M = -INFINITY, L = 0.0f, a = 0.0f;
+#pragma unroll
+            for (int r = 0; r < 16; r++)
+                if (r < (int)C) {
+                    Mr[r] = ld_dsmem_f32(sM + g, (unsigned)r);
+                    M = fmaxf(M, Mr[r]);
+                }
+#pragma unroll
+            for (int r = 0; r < 16; r++)
+                if (r < (int)C) {
+                    const float e = Mr[r] == -INFINITY ? 0.0f : expf(Mr[r] - M);
+                    L += e * ld_dsmem_f32(sL + g, (unsigned)r);
+                    a += e * ld_dsmem_f32(sab + g * 256 + d, (unsigned)r);
+                }
+            if (XS) { /* the cluster's partial of head h; the split that takes the last ticket merges all S */
+                float *pp = part + ((size_t)h * S + sj) * (hd + 2); /* part (nh, S, hd + 2): M, L, a */
+                pp[2 + d] = a;
+                if (d == 0) {
+                    pp[0] = M;
+                    pp[1] = L;
+                }
+                __threadfence();
+                asm volatile("bar.sync 2, %0;" ::"r"(hd) : "memory");
+                volatile int *last = (volatile int *)ring; /* the ring is free: every slot consumed */
+                if (d == 0) *last = atomicAdd(&cnt[h], 1u) == (unsigned)S - 1;
+                asm volatile("bar.sync 2, %0;" ::"r"(hd) : "memory");
+                if (!*last) continue;
+                __threadfence();
+                const float *ph = part + (size_t)h * S * (hd + 2);
+                float Mx = -INFINITY, Lx = 0.0f, ax = 0.0f;
+                for (int j = 0; j < S; j++) Mx = fmaxf(Mx, __ldcg(ph + (size_t)j * (hd + 2)));
+                for (int j = 0; j < S; j++) { /* in split order: the same bits whichever split merges */
+                    const float Mj = __ldcg(ph + (size_t)j * (hd + 2));
+                    const float e = Mj == -INFINITY ? 0.0f : expf(Mj - Mx);
+                    Lx += e * __ldcg(ph + (size_t)j * (hd + 2) + 1);
+                    ax += e * __ldcg(ph + (size_t)j * (hd + 2) + 2 + d);
+                }
+                M = Mx;
+                L = Lx;
+                a = ax;
+                if (d == 0) cnt[h] = 0; /* re-armed for the next launch */
+            }
+            const float o = a / L * (1.0f / (1.0f + expf(-gate[(size_t)h * gs + d])));
+            out[(size_t)h * hd + d] = o;
+            if (oq) q8_quantize_warp(o, oq + ((size_t)h * hd + d) / 32);
+        }
+        cluster_sync_all(); /* every block's shared memory read */
     }
-    cluster_sync_all(); /* every block's shared memory read */
     AKC_T(7);
 #ifdef KC_AKC_DBG
     if (threadIdx.x == 0 && g_akc_dbg) {
@@ -3422,6 +3688,40 @@ __global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvcx_kernel(
                                             pos, &tmk, &tmv, S, part, cnt);
 }
 
+/* the three with the push merge (option attn_kvc_push, PERF-NOTES v40): kernels of their own, so that the pull
+ * kernels above keep v39's code (v40: a runtime switch inside one kernel was slower in the step in both merges) */
+template <int G, bool PREP>
+__global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvc_push_kernel(
+    const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *kc, float *vc, const float *gate, int gs, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nkv,
+    int rd, float base, float eps, float scale, const int32_t *pos)
+{
+    attention_kvc_body<G, PREP, false, false, true>(q, ak, av, qnw, knw, kc, vc, gate, gs, out, oq, nkv, rd, base,
+                                                    eps, scale, pos, NULL, NULL);
+}
+
+template <int G, bool PREP>
+__global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvct_push_kernel(
+    const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *kc, float *vc, const float *gate, int gs, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nkv,
+    int rd, float base, float eps, float scale, const int32_t *pos, const __grid_constant__ kc_tmap tmk,
+    const __grid_constant__ kc_tmap tmv)
+{
+    attention_kvc_body<G, PREP, true, false, true>(q, ak, av, qnw, knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps,
+                                                   scale, pos, &tmk, &tmv);
+}
+
+template <int G, bool PREP>
+__global__ void __launch_bounds__(AKC_THREADS, 1) attention_kvcx_push_kernel(
+    const float *q, const float *ak, const float *av, const float *__restrict__ qnw, const float *__restrict__ knw,
+    float *kc, float *vc, const float *gate, int gs, float *__restrict__ out, kc_q8blk *__restrict__ oq, int nkv,
+    int rd, float base, float eps, float scale, const int32_t *pos, const __grid_constant__ kc_tmap tmk,
+    const __grid_constant__ kc_tmap tmv, int S, float *part, unsigned int *cnt)
+{
+    attention_kvc_body<G, PREP, true, true, true>(q, ak, av, qnw, knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps,
+                                                  scale, pos, &tmk, &tmv, S, part, cnt);
+}
+
 static cudaError_t attention_kvc_setup(void)
 {
     cudaError_t e = cudaSuccess;
@@ -3436,6 +3736,9 @@ static cudaError_t attention_kvc_setup(void)
     AKC_SET_ALL(attention_kvc_kernel) /* a bulk copy per row */
     AKC_SET_ALL(attention_kvct_kernel) /* a tensor copy per slot (attn_kvc_tm) */
     AKC_SET_ALL(attention_kvcx_kernel) /* over S clusters per kv head (attn_kvc_sp) */
+    AKC_SET_ALL(attention_kvc_push_kernel) /* the same three with the push merge (attn_kvc_push) */
+    AKC_SET_ALL(attention_kvct_push_kernel)
+    AKC_SET_ALL(attention_kvcx_push_kernel)
 #undef AKC_SET_ALL
 #undef AKC_SET
     return e;
@@ -3453,29 +3756,35 @@ int kc_attention_kvc_ok(int nh, int nkv, int hd, int csize, int nmax)
 cudaError_t kc_attention_kvc(const float *qg, const float *ak, const float *av, const float *qnw, const float *knw,
                              float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
                              int nkv, int hd, int csize, int nmax, int rd, float base, float eps, float scale,
-                             const int32_t *pos, const kc_tmap *tm, cudaStream_t st)
+                             const int32_t *pos, const kc_tmap *tm, int push, cudaStream_t st)
 {
     if (!kc_attention_kvc_ok(nh, nkv, hd, csize, nmax) || (ak && (rd < 0 || rd > hd || rd % 2))) return cudaErrorInvalidValue;
     const dim3 grid((unsigned)(nkv * csize));
-#define AKC_LAUNCH(G_)                                                                                             \
+#define AKC_LAUNCH(KT_, KB_, G_)                                                                                   \
     if (tm && ak)                                                                                                  \
-        kc_launch_cluster(attention_kvct_kernel<G_, true>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw,    \
-                          knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1]);           \
+        kc_launch_cluster(KT_<G_, true>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw, knw, kc, vc, gate, gs, \
+                          out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1]);                                  \
     else if (tm)                                                                                                   \
-        kc_launch_cluster(attention_kvct_kernel<G_, false>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw,   \
-                          knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1]);           \
-    else if (ak)                                                                                                        \
-        kc_launch_cluster(attention_kvc_kernel<G_, true>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw, knw, \
-                          kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos);                              \
+        kc_launch_cluster(KT_<G_, false>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw, knw, kc, vc, gate,   \
+                          gs, out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1]);                              \
+    else if (ak)                                                                                                   \
+        kc_launch_cluster(KB_<G_, true>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw, knw, kc, vc, gate, gs, \
+                          out, oq, nkv, rd, base, eps, scale, pos);                                                \
     else                                                                                                           \
-        kc_launch_cluster(attention_kvc_kernel<G_, false>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw,    \
-                          knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos);
-    switch (nh / nkv) {
-    case 2: AKC_LAUNCH(2) break;
-    case 4: AKC_LAUNCH(4) break;
-    case 6: AKC_LAUNCH(6) break;
-    default: AKC_LAUNCH(8) break;
+        kc_launch_cluster(KB_<G_, false>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw, knw, kc, vc, gate,   \
+                          gs, out, oq, nkv, rd, base, eps, scale, pos);
+#define AKC_LAUNCH_G(KT_, KB_)                                                                                     \
+    switch (nh / nkv) {                                                                                            \
+    case 2: AKC_LAUNCH(KT_, KB_, 2) break;                                                                         \
+    case 4: AKC_LAUNCH(KT_, KB_, 4) break;                                                                         \
+    case 6: AKC_LAUNCH(KT_, KB_, 6) break;                                                                         \
+    default: AKC_LAUNCH(KT_, KB_, 8) break;                                                                        \
     }
+    if (push)
+        AKC_LAUNCH_G(attention_kvct_push_kernel, attention_kvc_push_kernel)
+    else
+        AKC_LAUNCH_G(attention_kvct_kernel, attention_kvc_kernel)
+#undef AKC_LAUNCH_G
 #undef AKC_LAUNCH
     return cudaGetLastError();
 }
@@ -3490,27 +3799,31 @@ cudaError_t kc_attention_kvcx(const float *qg, const float *ak, const float *av,
                               float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
                               int nkv, int hd, int csize, int nsplit, int nmax, int rd, float base, float eps,
                               float scale, const int32_t *pos, const kc_tmap *tm, float *part, unsigned int *cnt,
-                              cudaStream_t st)
+                              int push, cudaStream_t st)
 {
     if (!kc_attention_kvcx_ok(nh, nkv, hd, csize, nsplit, nmax) || !tm || !part || !cnt ||
         (ak && (rd < 0 || rd > hd || rd % 2)))
         return cudaErrorInvalidValue;
     const dim3 grid((unsigned)(nkv * nsplit * csize));
-#define AKX_LAUNCH(G_)                                                                                             \
+#define AKX_LAUNCH(K_, G_)                                                                                         \
     if (ak)                                                                                                        \
-        kc_launch_cluster(attention_kvcx_kernel<G_, true>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw,    \
-                          knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1], nsplit, part, \
-                          cnt);                                                                                    \
+        kc_launch_cluster(K_<G_, true>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw, knw, kc, vc, gate, gs,  \
+                          out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1], nsplit, part, cnt);               \
     else                                                                                                           \
-        kc_launch_cluster(attention_kvcx_kernel<G_, false>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw,   \
-                          knw, kc, vc, gate, gs, out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1], nsplit, part, \
-                          cnt);
-    switch (nh / nkv) {
-    case 2: AKX_LAUNCH(2) break;
-    case 4: AKX_LAUNCH(4) break;
-    case 6: AKX_LAUNCH(6) break;
-    default: AKX_LAUNCH(8) break;
+        kc_launch_cluster(K_<G_, false>, grid, AKC_THREADS, AKC_SMEM, csize, st, qg, ak, av, qnw, knw, kc, vc, gate, gs, \
+                          out, oq, nkv, rd, base, eps, scale, pos, tm[0], tm[1], nsplit, part, cnt);
+#define AKX_LAUNCH_G(K_)                                                                                           \
+    switch (nh / nkv) {                                                                                            \
+    case 2: AKX_LAUNCH(K_, 2) break;                                                                               \
+    case 4: AKX_LAUNCH(K_, 4) break;                                                                               \
+    case 6: AKX_LAUNCH(K_, 6) break;                                                                               \
+    default: AKX_LAUNCH(K_, 8) break;                                                                              \
     }
+    if (push)
+        AKX_LAUNCH_G(attention_kvcx_push_kernel)
+    else
+        AKX_LAUNCH_G(attention_kvcx_kernel)
+#undef AKX_LAUNCH_G
 #undef AKX_LAUNCH
     return cudaGetLastError();
 }

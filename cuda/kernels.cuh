@@ -437,17 +437,19 @@ cudaError_t kc_attention_short_prep(const float *qg, const float *ak, const floa
                                     int hd, int rd, float base, float eps, float scale, const int32_t *pos,
                                     cudaStream_t st);
 /* kc_attention_short_prep over a cluster of csize (2..8) blocks per q head (option attn_fuse bit 2): the
- * same as kc_attn_prep + kc_attention_short_cl, bit for bit. */
+ * same as kc_attn_prep + kc_attention_short_cl, bit for bit (push as there). */
 cudaError_t kc_attention_short_cl_prep(const float *qg, const float *ak, const float *av, const float *qnw,
                                        const float *knw, float *kc, float *vc, float *out, kc_q8blk *oq, int nh,
                                        int nkv, int hd, int csize, int rd, float base, float eps, float scale,
-                                       const int32_t *pos, cudaStream_t st);
+                                       const int32_t *pos, int push, cudaStream_t st);
 /* kc_attention_short over a thread-block cluster of csize (2..8) blocks per q head (option attn_cl):
  * each block scans every csize-th group of 8 positions, block 0 merges the blocks through distributed
- * shared memory. Same arguments; within rounding of kc_attention. */
+ * shared memory. Same arguments; within rounding of kc_attention. push: each block stores its partial into
+ * block 0's shared memory, one cluster barrier (option attn_cl_push, PERF-NOTES v40), instead of block 0
+ * reading them between two; the same bits. */
 cudaError_t kc_attention_short_cl(const float *q, const float *kc, const float *vc, const float *gate, int gs,
                                   float *out, kc_q8blk *oq, int nh, int nkv, int hd, int csize, float scale,
-                                  const int32_t *pos, cudaStream_t st);
+                                  const int32_t *pos, int push, cudaStream_t st);
 /* kc_attention_split with one block per (kv head, split) for the nh/nkv q-heads sharing it (each K and
  * V row read once, option attn=gqa): same arguments, partials and tickets (cnt (nkv,) used), out
  * within rounding of kc_attention. kc_attention_gqa_ok: the shapes it takes (hd 128, 256 or 512,
@@ -471,22 +473,24 @@ typedef struct kc_tmap {
     alignas(128) unsigned char b[128];
 } kc_tmap;
 /* tm (2,): NULL, or the K and V caches' tensor maps (kc_kv_tmap): each ring slot is then filled by one tensor
- * copy of its 32 rows instead of a bulk copy per row (option attn_kvc_tm, PERF-NOTES v36); the same bits */
+ * copy of its 32 rows instead of a bulk copy per row (option attn_kvc_tm, PERF-NOTES v36); the same bits.
+ * push: the blocks' partials pushed into the merging blocks' shared memory, one cluster barrier (option
+ * attn_kvc_push, PERF-NOTES v40) instead of read by them between two; the same bits. */
 cudaError_t kc_attention_kvc(const float *qg, const float *ak, const float *av, const float *qnw, const float *knw,
                              float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
                              int nkv, int hd, int csize, int nmax, int rd, float base, float eps, float scale,
-                             const int32_t *pos, const kc_tmap *tm, cudaStream_t st);
+                             const int32_t *pos, const kc_tmap *tm, int push, cudaStream_t st);
 /* kc_attention_kvc with tm over nsplit (2..32) clusters of csize blocks per kv head (option attn_kvc_sp, PERF-NOTES
  * v38): cluster j of kv head kvh takes positions [j csize c, (j + 1) csize c), c = ceil(n / (nsplit csize)) <=
  * 1024 per block; each cluster's merged partial per q head goes to part (nh, nsplit, hd + 2), and the cluster that
  * takes the last ticket of cnt (nh,) (zero at first use; left re-armed) merges them in split order, gates,
- * writes and quantises. Within rounding of kc_attention_kvc (the merge in two levels); tm required. */
+ * writes and quantises. Within rounding of kc_attention_kvc (the merge in two levels); tm required; push as there. */
 int kc_attention_kvcx_ok(int nh, int nkv, int hd, int csize, int nsplit, int nmax);
 cudaError_t kc_attention_kvcx(const float *qg, const float *ak, const float *av, const float *qnw, const float *knw,
                               float *kc, float *vc, const float *gate, int gs, float *out, kc_q8blk *oq, int nh,
                               int nkv, int hd, int csize, int nsplit, int nmax, int rd, float base, float eps,
                               float scale, const int32_t *pos, const kc_tmap *tm, float *part, unsigned int *cnt,
-                              cudaStream_t st);
+                              int push, cudaStream_t st);
 /* map <- the tensor map kc_attention_kvc's tm reads one cache (ctx, nkv, hd) by (hd 256 only; the driver's
  * cuTensorMapEncodeTiled, found at run time: cudaErrorNotSupported where the driver lacks it) */
 cudaError_t kc_kv_tmap(kc_tmap *map, const float *cache, int ctx, int nkv, int hd);

@@ -836,14 +836,14 @@ int kc_layer_step(kc_model *m, int l)
                                   m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, kvc_blocks(m),
                                   kvc_sp(m), kvc_top(m), d->rope_dim, d->rope_base, d->eps,
                                   1.0f / sqrtf((float)hd), &m->ctl->pos, m->kv_tmap + 2 * ai, m->attn_part,
-                                  m->attn_cnt, st));
+                                  m->attn_cnt, m->attn_kvc_push, st));
         else if (kvc)
             RUN(m->attn_kvc_tm ? "attention_kvct" : "attention_kvc",
                 kc_attention_kvc(fuse_ok ? m->qg : m->aq, fuse_ok ? m->ak : NULL, m->av, L->q_norm, L->k_norm, kc, vc,
                                  m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, kvc_blocks(m),
                                  kvc_top(m), d->rope_dim, d->rope_base, d->eps,
                                  1.0f / sqrtf((float)hd), &m->ctl->pos, m->attn_kvc_tm ? m->kv_tmap + 2 * ai : NULL,
-                                 st));
+                                 m->attn_kvc_push, st));
         else if (fuse_ok && m->attn_short_step == 1)
             RUN("attention_short_prep",
                 kc_attention_short_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, kc, vc, m->ao, q8_wo ? m->xq : NULL,
@@ -853,14 +853,15 @@ int kc_layer_step(kc_model *m, int l)
             RUN("attention_short_cl_prep",
                 kc_attention_short_cl_prep(m->qg, m->ak, m->av, L->q_norm, L->k_norm, kc, vc, m->ao,
                                            q8_wo ? m->xq : NULL, d->nh, d->nkv, hd, m->attn_clsize, d->rope_dim,
-                                           d->rope_base, d->eps, 1.0f / sqrtf((float)hd), &m->ctl->pos, st));
+                                           d->rope_base, d->eps, 1.0f / sqrtf((float)hd), &m->ctl->pos,
+                                           m->attn_cl_push, st));
         else if (m->attn_short_step == 1 && kc_attention_short_ok(d->nh, d->nkv, hd))
             RUN("attention_short", kc_attention_short(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL,
                                                       d->nh, d->nkv, hd, 1.0f / sqrtf((float)hd), &m->ctl->pos, st));
         else if (m->attn_short_step == 2 && kc_attention_short_ok(d->nh, d->nkv, hd))
             RUN("attention_short_cl",
                 kc_attention_short_cl(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh, d->nkv, hd,
-                                      m->attn_clsize, 1.0f / sqrtf((float)hd), &m->ctl->pos, st));
+                                      m->attn_clsize, 1.0f / sqrtf((float)hd), &m->ctl->pos, m->attn_cl_push, st));
         else if ((m->attn_gqa == 1 || (m->attn_gqa == 2 && m->attn_long)) && kc_attention_gqa_ok(d->nh, d->nkv, hd, d->ctx))
             RUN("attention_gqa", kc_attention_gqa(m->aq, kc, vc, m->qg + hd, 2 * hd, m->ao, q8_wo ? m->xq : NULL, d->nh,
                                                   d->nkv, hd, d->ctx, 1.0f / sqrtf((float)hd), &m->ctl->pos,

@@ -116,6 +116,8 @@ typedef struct kc_model {
     int attn_kvc_sp;          /* option attn_kvc_sp: the steps by kv head over this many clusters per kv head
                                * (kc_attention_kvcx, with attn_kvc_tm); 1: one cluster (kc_attention_kvc); -1
                                * auto (kvc_sp) */
+    int attn_kvc_push;        /* option attn_kvc_push: those steps merge the blocks' partials by push (one barrier) */
+    int attn_cl_push;         /* option attn_cl_push: the cluster by q head (attention_short_cl) merges by push */
     kc_tmap *kv_tmap;         /* (n_attn, 2) each attention layer's K and V cache tensor maps, built at first use */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */

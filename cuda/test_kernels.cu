@@ -1462,14 +1462,14 @@ static void test_gdn_small(void)
                 T_CK(cudaMemcpy(dk, k, (size_t)Hkv * hd * 4, cudaMemcpyHostToDevice)); /* attn_prep norms ak in place */
                 T_CK(kc_attn_prep(dqg, dk, dv, dqw, dkw, daq, dkc1, dvc1, H, Hkv, hd, rd, 1e7f, 1e-6f, dpos, 1, 0));
                 if (kind)
-                    T_CK(kc_attention_short_cl(daq, dkc1, dvc1, dqg + hd, 2 * hd, dy1, dq1, H, Hkv, hd, csize, scale, dpos, 0));
+                    T_CK(kc_attention_short_cl(daq, dkc1, dvc1, dqg + hd, 2 * hd, dy1, dq1, H, Hkv, hd, csize, scale, dpos, 0, 0));
                 else
                     T_CK(kc_attention_short(daq, dkc1, dvc1, dqg + hd, 2 * hd, dy1, dq1, H, Hkv, hd, scale, dpos, 0));
                 poison(dy2, H * hd * 4);
                 poison(dq2, H * hd / 32 * sizeof(kc_q8blk));
                 if (kind)
                     T_CK(kc_attention_short_cl_prep(dqg, dk0, dv, dqw, dkw, dkc2, dvc2, dy2, dq2, H, Hkv, hd, csize, rd,
-                                                    1e7f, 1e-6f, scale, dpos, 0));
+                                                    1e7f, 1e-6f, scale, dpos, 0, 0));
                 else
                     T_CK(kc_attention_short_prep(dqg, dk0, dv, dqw, dkw, dkc2, dvc2, dy2, dq2, H, Hkv, hd, rd, 1e7f,
                                                  1e-6f, scale, dpos, 0));
@@ -1493,7 +1493,7 @@ static void test_gdn_small(void)
         const int r512 = kc_attention_short_prep_ok(8, 2, 512, 64), rodd = kc_attention_short_prep_ok(8, 2, 256, 63),
                   rbig = kc_attention_short_prep_ok(8, 2, 128, 256);
         const cudaError_t c9 = kc_attention_short_cl_prep(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 8, 2, 256,
-                                                          9, 64, 1e7f, 1e-6f, 1.0f, NULL, 0);
+                                                          9, 64, 1e7f, 1e-6f, 1.0f, NULL, 0, 0);
         ok(!r512 && !rodd && !rbig && kc_attention_short_prep_ok(24, 4, 256, 64) &&
                kc_attention_short_prep(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 8, 2, 512, 64, 1e7f, 1e-6f,
                                        1.0f, NULL, 0) == cudaErrorInvalidValue &&
@@ -1542,19 +1542,19 @@ static void test_gdn_small(void)
                     T_CK(cudaMemcpy(dvc1, cache, kvn * 4, cudaMemcpyHostToDevice)); /* of an earlier run in either */
                     T_CK(kc_attn_prep(dqg, dk, dv, dqw, dkw, daq, dkc1, dvc1, H, Hkv, hd, rd, 1e7f, 1e-6f, dpos, 1, 0));
                     T_CK(kc_attention_kvc(daq, NULL, NULL, NULL, NULL, dkc1, dvc1, dqg + hd, 2 * hd, dy1, NULL, H, Hkv, hd,
-                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, NULL, 0));
+                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, NULL, 0, 0));
                     poison(dy3, H * hd * 4);
                     T_CK(kc_attention_kvc(daq, NULL, NULL, NULL, NULL, dkc1, dvc1, dqg + hd, 2 * hd, dy3, NULL, H, Hkv, hd,
-                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, tm1, 0));
+                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, tm1, 0, 0));
                     get_f(a1, dy1, H * hd); get_f(a2, dy3, H * hd);
                     badtm += n_unequal(a2, a1, (size_t)H * hd);
                     poison(dy2, H * hd * 4);
                     poison(dq2, H * hd / 32 * sizeof(kc_q8blk));
                     T_CK(kc_attention_kvc(dqg, dk0, dv, dqw, dkw, dkc2, dvc2, dqg + hd, 2 * hd, dy2, dq2, H, Hkv, hd,
-                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, NULL, 0));
+                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, NULL, 0, 0));
                     poison(dy3, H * hd * 4);
                     T_CK(kc_attention_kvc(dqg, dk0, dv, dqw, dkw, dkc3, dvc3, dqg + hd, 2 * hd, dy3, NULL, H, Hkv, hd,
-                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, tm3, 0));
+                                          csz[ci], ctx, rd, 1e7f, 1e-6f, scale, dpos, tm3, 0, 0));
                     get_f(a1, dy2, H * hd); get_f(a2, dy3, H * hd);
                     badtm += n_unequal(a2, a1, (size_t)H * hd);
                     get_f(a1, dkc2, kvn); get_f(a3, dkc3, kvn); badtm += n_unequal(a3, a1, kvn);
@@ -1612,9 +1612,9 @@ static void test_gdn_small(void)
         ok(!k_hd128 && !k_g3 && !k_g16 && !k_c17 && !k_c1 && !k_long && !k_nkv &&
                kc_attention_kvc_ok(24, 4, 256, 8, 8192) && kc_attention_kvc_ok(16, 8, 256, 16, 16384) &&
                kc_attention_kvc(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 12, 4, 256, 8, 512, 64,
-                                1e7f, 1e-6f, 1.0f, NULL, NULL, 0) == cudaErrorInvalidValue &&
+                                1e7f, 1e-6f, 1.0f, NULL, NULL, 0, 0) == cudaErrorInvalidValue &&
                kc_attention_kvc(NULL, (const float *)8, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 24, 4, 256, 8,
-                                512, 63, 1e7f, 1e-6f, 1.0f, NULL, NULL, 0) == cudaErrorInvalidValue,
+                                512, 63, 1e7f, 1e-6f, 1.0f, NULL, NULL, 0, 0) == cudaErrorInvalidValue,
            "attention_kvc refuses hd 128 (%d), 3 (%d) and 16 (%d) q heads per kv head, clusters of 17 (%d) and 1 (%d), "
            "more than 1024 positions per block (%d), nkv 0 (%d); takes 24/4 x256 to 8192 by 8 and 16/8 to 16384 by 16; "
            "refuses by cudaErrorInvalidValue (a shape; an odd rope width with attn_prep inside)",
@@ -1977,12 +1977,12 @@ static void test_attention_gqa(int H, int Hkv, int hd, int ctx, int npmax)
                 poison(dy, H * hd * 4);
                 e = kind >= 9 ? kc_attention_kvcx(dq, NULL, NULL, NULL, NULL, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL,
                                                   H, Hkv, hd, kvc_cs, kvc_sp, npmax, 0, 0.0f, 0.0f, 1.0f / sqrtf((float)hd),
-                                                  dpos, tmkv, dpart, dcnt, 0)
+                                                  dpos, tmkv, dpart, dcnt, 0, 0)
                     : kind >= 5 ? kc_attention_kvc(dq, NULL, NULL, NULL, NULL, dk, dv, dqg + hd, 2 * hd, dy,
                                                  rep ? doq : NULL, H, Hkv, hd, kvc_cs, npmax, 0, 0.0f, 0.0f,
-                                                 1.0f / sqrtf((float)hd), dpos, kind >= 7 ? tmkv : NULL, 0)
+                                                 1.0f / sqrtf((float)hd), dpos, kind >= 7 ? tmkv : NULL, 0, 0)
                     : kind >= 3 ? kc_attention_short_cl(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
-                                                      kind == 3 ? 4 : 3, 1.0f / sqrtf((float)hd), dpos, 0)
+                                                      kind == 3 ? 4 : 3, 1.0f / sqrtf((float)hd), dpos, 0, 0)
                     : kind == 2 ? kc_attention_short(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd,
                                                    1.0f / sqrtf((float)hd), dpos, 0)
                     : kind ? kc_attention_gqa(dq, dk, dv, dqg + hd, 2 * hd, dy, rep ? doq : NULL, H, Hkv, hd, ctx,
@@ -2068,7 +2068,7 @@ static void test_attention_kvcx(void)
                     const int gsz = 2 * hd;
                     poison(dy1, H * hd * 4);
                     T_CK(kc_attention_kvc(q, ak, av, dqw, dkw, dkc1, dvc1, dqg + hd, gsz, dy1, NULL, H, Hkv, hd, 16,
-                                          ctx, rd, 1e7f, 1e-6f, scale, dpos, tm1, 0));
+                                          ctx, rd, 1e7f, 1e-6f, scale, dpos, tm1, 0, 0));
                     for (int rep = 0; rep < 2; rep++) {
                         if (rep) { /* a second launch: its tickets re-armed, the same bits */
                             T_CK(cudaMemcpy(dkc2, cache, kvn * 4, cudaMemcpyHostToDevice));
@@ -2079,7 +2079,7 @@ static void test_attention_kvcx(void)
                         poison(dq2, H * hd / 32 * sizeof(kc_q8blk));
                         T_CK(kc_attention_kvcx(q, ak, av, dqw, dkw, dkc2, dvc2, dqg + hd, gsz, dy2, dq2, H, Hkv, hd,
                                                cfg[ci][0], cfg[ci][1], ctx, rd, 1e7f, 1e-6f, scale, dpos, tm2, dpart,
-                                               dcnt, 0));
+                                               dcnt, 0, 0));
                         if (rep) {
                             get_f(a1, dy2, H * hd);
                             bad += n_unequal(a1, a2, (size_t)H * hd);
@@ -2112,12 +2112,158 @@ static void test_attention_kvcx(void)
               xbig = kc_attention_kvcx_ok(24, 4, 256, 8, 3, 3 * 8 * 1024 + 1), xc17 = kc_attention_kvcx_ok(24, 4, 256, 17, 2, 512),
               xhd = kc_attention_kvcx_ok(16, 2, 128, 8, 3, 512);
     const cudaError_t xnt = kc_attention_kvcx(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 24, 4, 256, 8,
-                                              3, 512, 0, 0.0f, 0.0f, 1.0f, NULL, NULL, NULL, NULL, 0);
+                                              3, 512, 0, 0.0f, 0.0f, 1.0f, NULL, NULL, NULL, NULL, 0, 0);
     ok(!x1 && !x33 && !xbig && !xc17 && !xhd && xnt == cudaErrorInvalidValue &&
            kc_attention_kvcx_ok(24, 4, 256, 8, 3, 3 * 8 * 1024) && kc_attention_kvcx_ok(16, 4, 256, 4, 32, 512),
        "attention_kvcx refuses 1 (%d) and 33 (%d) splits, more than 1024 positions per block (%d), clusters of 17 "
        "(%d), hd 128 (%d), no tensor maps (%d); takes 3 x 8 x 1024 positions and 32 splits of 4", x1, x33, xbig, xc17,
        xhd, (int)xnt);
+}
+
+/* the push merge (option attn_kvc_push) vs the pull merge of attention_kvc, attention_kvct and attention_kvcx: out,
+ * q8 out and both caches bit for bit (the same sums in the same order); 2, 4, 6 and 8 q heads per kv head (8/4,
+ * 16/4, 24/4, 16/2 x256, rope 64), clusters of 16, 8, 3 and 2 (up to 4 heads merged per block), 3 x 8 and 7 x 4
+ * split, positions 0, 36 and 700 (later blocks, and whole clusters, empty at 0 and 36), attn_prep inside and not;
+ * a second push launch the same bits */
+static void test_attention_kvc_push(void)
+{
+    const int shp[4][2] = {{8, 4}, {16, 4}, {24, 4}, {16, 2}}, cfg[6][2] = {{16, 1}, {8, 1}, {3, 1}, {2, 1}, {8, 3}, {4, 7}};
+    const int posl[3] = {0, 36, 700}, ctx = 768, hd = 256, rd = 64;
+    size_t bad = 0, runs = 0;
+    for (int si = 0; si < 4; si++) {
+        const int H = shp[si][0], Hkv = shp[si][1];
+        const size_t kvn = (size_t)ctx * Hkv * hd;
+        float *qg = hnew(H * 2 * hd), *k = hnew(Hkv * hd), *v = hnew(Hkv * hd), *qw = hnew(hd), *kw = hnew(hd);
+        float *cache = hnew(kvn), *a1 = hnew(kvn), *a2 = hnew(kvn);
+        kvc_fill(qg, k, v, qw, kw, cache, H, Hkv, hd, kvn);
+        float *dqg = dup_f(qg, H * 2 * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
+        float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd);
+        float *dkc[2], *dvc[2], *dy[2];
+        kc_q8blk *dq[2];
+        kc_tmap tm[2][2];
+        for (int j = 0; j < 2; j++) {
+            dkc[j] = dup_f(cache, kvn);
+            dvc[j] = dup_f(cache, kvn);
+            dy[j] = (float *)dnew(H * hd * 4);
+            dq[j] = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
+            kv_tmap_pair(tm[j], dkc[j], dvc[j], ctx, Hkv, hd);
+        }
+        float *dpart = (float *)dnew((size_t)H * 7 * (hd + 2) * 4);
+        unsigned int *dcnt = (unsigned int *)dnew(H * sizeof *dcnt);
+        T_CK(cudaMemset(dcnt, 0, H * sizeof *dcnt));
+        int32_t *dpos;
+        T_CK(cudaMalloc(&dpos, 4));
+        T_CK(kc_attention_setup(ctx, hd));
+        const float scale = 1.0f / sqrtf((float)hd);
+        for (int ci = 0; ci < 6; ci++)
+            for (int pi = 0; pi < 3; pi++)
+                for (int form = 0; form < 6; form++) { /* bit 0: attn_prep inside; form / 2: kvc, kvct, kvcx */
+                    const int prep = form & 1, kind = form / 2, C = cfg[ci][0], S = cfg[ci][1];
+                    if ((kind == 2) != (S > 1)) continue;
+                    const int32_t pos = posl[pi];
+                    T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
+                    for (int rep = 0; rep < 3; rep++) { /* pull, push, push again */
+                        const int j = rep ? 1 : 0;
+                        T_CK(cudaMemcpy(dkc[j], cache, kvn * 4, cudaMemcpyHostToDevice));
+                        T_CK(cudaMemcpy(dvc[j], cache, kvn * 4, cudaMemcpyHostToDevice));
+                        poison(dy[j], H * hd * 4);
+                        poison(dq[j], H * hd / 32 * sizeof(kc_q8blk));
+                        const float *ak = prep ? dk0 : NULL, *av = prep ? dv : NULL;
+                        if (kind == 2)
+                            T_CK(kc_attention_kvcx(dqg, ak, av, dqw, dkw, dkc[j], dvc[j], dqg + hd, 2 * hd, dy[j], dq[j],
+                                                   H, Hkv, hd, C, S, ctx, rd, 1e7f, 1e-6f, scale, dpos, tm[j], dpart,
+                                                   dcnt, rep > 0, 0));
+                        else
+                            T_CK(kc_attention_kvc(dqg, ak, av, dqw, dkw, dkc[j], dvc[j], dqg + hd, 2 * hd, dy[j], dq[j],
+                                                  H, Hkv, hd, C, ctx, rd, 1e7f, 1e-6f, scale, dpos, kind ? tm[j] : NULL,
+                                                  rep > 0, 0));
+                        if (!rep) continue;
+                        get_f(a1, dy[0], H * hd); get_f(a2, dy[1], H * hd); bad += n_unequal(a2, a1, (size_t)H * hd);
+                        kc_q8blk *g0 = get_q8(dq[0], H * hd / 32), *g1 = get_q8(dq[1], H * hd / 32);
+                        bad += n_unequal_dev_blocks(g1, g0, H * hd / 32);
+                        free(g0); free(g1);
+                        get_f(a1, dkc[0], kvn); get_f(a2, dkc[1], kvn); bad += n_unequal(a2, a1, kvn);
+                        get_f(a1, dvc[0], kvn); get_f(a2, dvc[1], kvn); bad += n_unequal(a2, a1, kvn);
+                    }
+                    runs++;
+                }
+        free(qg); free(k); free(v); free(qw); free(kw); free(cache); free(a1); free(a2);
+        cudaFree(dqg); cudaFree(dk0); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(dpart); cudaFree(dcnt);
+        cudaFree(dpos);
+        for (int j = 0; j < 2; j++) {
+            cudaFree(dkc[j]); cudaFree(dvc[j]); cudaFree(dy[j]); cudaFree(dq[j]);
+        }
+    }
+    ok(bad == 0 && runs == 4 * 3 * (4 * 4 + 2 * 2),
+       "attention_kvc, attention_kvct and attention_kvcx: the push merge (attn_kvc_push) vs the pull merge bit for bit "
+       "(out, q8 out, both caches; 8/4, 16/4, 24/4, 16/2 x256; clusters of 16, 8, 3, 2 and 3 x 8, 7 x 4 at positions "
+       "0, 36, 700; attn_prep inside and not; a second push launch): %zu values unequal over %zu runs", bad, runs);
+}
+
+/* the push merge (option attn_cl_push) vs the pull merge of attention_short_cl and attention_short_cl_prep: out,
+ * q8 out and both caches bit for bit; 24/4 x256 rope 64, 16/2 x128 rope 128 and (short_cl only) 8/2 x512; clusters
+ * of 2, 3, 4 and 8 at positions 36, 200 and 700 (later blocks without positions at 36); a second push launch */
+static void test_attention_cl_push(void)
+{
+    const int shp[3][4] = {{24, 4, 256, 64}, {16, 2, 128, 128}, {8, 2, 512, 0}}, csz[4] = {2, 3, 4, 8};
+    const int posl[3] = {36, 200, 700}, ctx = 768;
+    size_t bad = 0, runs = 0;
+    for (int si = 0; si < 3; si++) {
+        const int H = shp[si][0], Hkv = shp[si][1], hd = shp[si][2], rd = shp[si][3];
+        const size_t kvn = (size_t)ctx * Hkv * hd;
+        float *qg = hnew(H * 2 * hd), *k = hnew(Hkv * hd), *v = hnew(Hkv * hd), *qw = hnew(hd), *kw = hnew(hd);
+        float *cache = hnew(kvn), *a1 = hnew(kvn), *a2 = hnew(kvn);
+        kvc_fill(qg, k, v, qw, kw, cache, H, Hkv, hd, kvn);
+        float *dqg = dup_f(qg, H * 2 * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
+        float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd);
+        float *dkc[2], *dvc[2], *dy[2];
+        kc_q8blk *dq[2];
+        for (int j = 0; j < 2; j++) {
+            dkc[j] = dup_f(cache, kvn);
+            dvc[j] = dup_f(cache, kvn);
+            dy[j] = (float *)dnew(H * hd * 4);
+            dq[j] = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
+        }
+        int32_t *dpos;
+        T_CK(cudaMalloc(&dpos, 4));
+        const float scale = 1.0f / sqrtf((float)hd);
+        for (int ci = 0; ci < 4; ci++)
+            for (int pi = 0; pi < 3; pi++)
+                for (int prep = 0; prep < (rd ? 2 : 1); prep++) {
+                    const int32_t pos = posl[pi];
+                    T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
+                    for (int rep = 0; rep < 3; rep++) { /* pull, push, push again */
+                        const int j = rep ? 1 : 0;
+                        T_CK(cudaMemcpy(dkc[j], cache, kvn * 4, cudaMemcpyHostToDevice));
+                        T_CK(cudaMemcpy(dvc[j], cache, kvn * 4, cudaMemcpyHostToDevice));
+                        poison(dy[j], H * hd * 4);
+                        poison(dq[j], H * hd / 32 * sizeof(kc_q8blk));
+                        if (prep)
+                            T_CK(kc_attention_short_cl_prep(dqg, dk0, dv, dqw, dkw, dkc[j], dvc[j], dy[j], dq[j], H, Hkv,
+                                                            hd, csz[ci], rd, 1e7f, 1e-6f, scale, dpos, rep > 0, 0));
+                        else /* the first H x hd values of qg stand for the prepared q */
+                            T_CK(kc_attention_short_cl(dqg, dkc[j], dvc[j], dqg + hd, 2 * hd, dy[j], dq[j], H, Hkv, hd,
+                                                       csz[ci], scale, dpos, rep > 0, 0));
+                        if (!rep) continue;
+                        get_f(a1, dy[0], H * hd); get_f(a2, dy[1], H * hd); bad += n_unequal(a2, a1, (size_t)H * hd);
+                        kc_q8blk *g0 = get_q8(dq[0], H * hd / 32), *g1 = get_q8(dq[1], H * hd / 32);
+                        bad += n_unequal_dev_blocks(g1, g0, H * hd / 32);
+                        free(g0); free(g1);
+                        get_f(a1, dkc[0], kvn); get_f(a2, dkc[1], kvn); bad += n_unequal(a2, a1, kvn);
+                        get_f(a1, dvc[0], kvn); get_f(a2, dvc[1], kvn); bad += n_unequal(a2, a1, kvn);
+                    }
+                    runs++;
+                }
+        free(qg); free(k); free(v); free(qw); free(kw); free(cache); free(a1); free(a2);
+        cudaFree(dqg); cudaFree(dk0); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(dpos);
+        for (int j = 0; j < 2; j++) {
+            cudaFree(dkc[j]); cudaFree(dvc[j]); cudaFree(dy[j]); cudaFree(dq[j]);
+        }
+    }
+    ok(bad == 0 && runs == 4 * 3 * (2 + 2 + 1),
+       "attention_short_cl and attention_short_cl_prep: the push merge (attn_cl_push) vs the pull merge bit for bit "
+       "(out, q8 out, both caches; 24/4 x256, 16/2 x128, 8/2 x512 (short_cl only); clusters of 2, 3, 4, 8 at positions "
+       "36, 200, 700; a second push launch): %zu values unequal over %zu runs", bad, runs);
 }
 
 /* the shapes attention_gqa refuses (the engine then takes attention_split) */
@@ -2140,9 +2286,9 @@ static void test_attention_gqa_refuses(void)
        s_hd384, s_nh, s_nkv);
     ok(kc_attention_short(NULL, NULL, NULL, NULL, 0, NULL, NULL, 4, 1, 64, 1.0f, NULL, 0) == cudaErrorInvalidValue,
        "kc_attention_short returns cudaErrorInvalidValue for a shape it refuses");
-    const cudaError_t c1 = kc_attention_short_cl(NULL, NULL, NULL, NULL, 0, NULL, NULL, 8, 2, 256, 1, 1.0f, NULL, 0),
-                      c9 = kc_attention_short_cl(NULL, NULL, NULL, NULL, 0, NULL, NULL, 8, 2, 256, 9, 1.0f, NULL, 0),
-                      c64 = kc_attention_short_cl(NULL, NULL, NULL, NULL, 0, NULL, NULL, 4, 1, 64, 4, 1.0f, NULL, 0);
+    const cudaError_t c1 = kc_attention_short_cl(NULL, NULL, NULL, NULL, 0, NULL, NULL, 8, 2, 256, 1, 1.0f, NULL, 0, 0),
+                      c9 = kc_attention_short_cl(NULL, NULL, NULL, NULL, 0, NULL, NULL, 8, 2, 256, 9, 1.0f, NULL, 0, 0),
+                      c64 = kc_attention_short_cl(NULL, NULL, NULL, NULL, 0, NULL, NULL, 4, 1, 64, 4, 1.0f, NULL, 0, 0);
     ok(c1 == cudaErrorInvalidValue && c9 == cudaErrorInvalidValue && c64 == cudaErrorInvalidValue,
        "kc_attention_short_cl refuses clusters of 1 (%d) and 9 (%d) blocks and hd 64 (%d)", (int)c1, (int)c9, (int)c64);
 }
@@ -2608,6 +2754,8 @@ int main(int argc, char **argv)
     test_attention_gqa(8, 2, 512, 1024, 1024);  /* hd 512 */
     test_attention_gqa_refuses();
     test_attention_kvcx();
+    test_attention_kvc_push();
+    test_attention_cl_push();
     test_engine("mini27-f32.gguf", "");
     test_engine("mini27-q4_0.gguf", "");           /* dot=q8: the integer-dot GEMVs */
     test_engine("mini27-q4_0.gguf", ",dot=f32");   /* the exact-activation q4_0 GEMVs */

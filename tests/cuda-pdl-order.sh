@@ -7,7 +7,7 @@
 # the rule wherever nvcc is (CI has no GPU); how ptxas schedules read-only loads (the hazard found
 # in issue 6 v11) only a GPU run shows: tools/gpu_check.sh's 2B-wide bit-for-bit step.
 # One exception: the x-stationary q8 GEMVs (option gemv_early), the xs GEMV (q8wide=xs) and the
-# fused FFN (ffn=fused) and the ring FFN (ffn=ring), rmsnorm8_q8 (its norm weights), gdn_prep (its beta/alpha rows and conv weights), attn_prep and its forms folded into the short attention (attention_short_prep, attention_short_cl_prep) and into the attention by kv head (attention_kvc, attention_kvct and attention_kvcx: their q/k norm weights), the delta rule (its gated norm's
+# fused FFN (ffn=fused) and the ring FFN (ffn=ring), rmsnorm8_q8 (its norm weights), gdn_prep (its beta/alpha rows and conv weights), attn_prep and its forms folded into the short attention (attention_short_prep, attention_short_cl_prep, and its push form) and into the attention by kv head (attention_kvc, attention_kvct and attention_kvcx, and their push forms: their q/k norm weights), the delta rule (its gated norm's
 # weight; also its delta_pf form, which prefetches its state into L2 first, and its delta_trig form) and the TMA
 # GEMVs (q8gemv=tma, and its x-broadcast down projection q8t_wu=2: bulk copies global -> shared of their
 # weight rings) — EARLY below — load WEIGHTS
@@ -25,7 +25,7 @@ plan 6
 # Kernels launched with <<< >>> (no PDL attribute): exempt.
 EXEMPT=$(sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\)<<<.*/\1/p' "$top_srcdir/cuda/kernels.cu" | sort -u | tr '\n' ' ')
 
-EARLY="matvec_q8x_kernel matvec_swiglu_q8x_kernel matvec_q8xs_kernel ffn_q8_kernel ffn_ring_kernel rmsnorm8_q8_kernel gdn_prep_kernel attn_prep_kernel attention_short_prep_kernel attention_short_cl_prep_kernel attention_kvc_kernel attention_kvct_kernel attention_kvcx_kernel matvec_q8t_kernel matvec_q8t_bc_kernel matvec_swiglu_q8t_kernel delta_step_kernel delta_step_pf_kernel delta_step_trig_kernel"
+EARLY="matvec_q8x_kernel matvec_swiglu_q8x_kernel matvec_q8xs_kernel ffn_q8_kernel ffn_ring_kernel rmsnorm8_q8_kernel gdn_prep_kernel attn_prep_kernel attention_short_prep_kernel attention_short_cl_prep_kernel attention_kvc_kernel attention_kvct_kernel attention_kvcx_kernel attention_short_cl_prep_push_kernel attention_kvc_push_kernel attention_kvct_push_kernel attention_kvcx_push_kernel matvec_q8t_kernel matvec_q8t_bc_kernel matvec_swiglu_q8t_kernel delta_step_kernel delta_step_pf_kernel delta_step_trig_kernel"
 
 # check PTX: one line per offending kernel ("name: no griddepcontrol.wait" or "name: N global
 # accesses before griddepcontrol.wait"); exempt names are matched against the mangled entry name.

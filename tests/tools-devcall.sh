@@ -7,7 +7,7 @@
 # devcall_diff runs it at a tolerance with the extra arguments given, keeps its output under a header in OUT/ed.txt
 # and returns its status; devcall_suite runs a suite from the pack and keeps its log and kernel table, returning the
 # run's status; devcall_ab runs ab from the pack (options only where given, DEVCALL_AB_ROUNDS) and returns
-# its status; devcall_close compresses each DB (readable after xz -d, the plain file gone) and
+# its status (--force with DEVCALL_AB_FORCE); devcall_close compresses each DB (readable after xz -d, the plain file gone) and
 # reports a missing DB; devcall_mark prints the seconds since sourcing before its label. tools/db_fold.sh,
 # which devcall_close and official_h200.sh fold a DB's WAL with: on a DB left with a non-empty -wal (a writer
 # that exited without closing) it folds the rows in with the sqlite3 tool or, without it, python3's sqlite3
@@ -132,9 +132,9 @@ is "0|ratio B/A 1.0100|verdict: B slower|recorded: run 1|ab q.yaml --case N-a --
     "$RC|$(echo "$OUT" | tr '\n' '|' | sed 's/|$//')|$(head -2 "$STUB_LOG" | tr '\n' '|' | sed 's/|$//')" \
     "devcall_ab: ab from the pack with its engines, cuda the packed library, into OUT/ab.db; its last three lines"
 : >"$STUB_LOG"
-run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack AB_RC=4 DEVCALL_AB_ROUNDS=2 bash -c ". '$TOOL' >/dev/null && devcall_ab q.yaml N-a cuda '' cuda '' same"
-is "4|--rounds 2|0" "$RC|$(grep -o -- '--rounds [0-9]*' "$STUB_LOG")|$(grep -c -- '-options' "$STUB_LOG")" \
-    "devcall_ab: ab's status is its status, DEVCALL_AB_ROUNDS, empty options not passed"
+run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack AB_RC=4 DEVCALL_AB_ROUNDS=2 DEVCALL_AB_FORCE=1 bash -c ". '$TOOL' >/dev/null && devcall_ab q.yaml N-a cuda '' cuda '' same"
+is "4|--rounds 2 --force --db|0" "$RC|$(grep -o -- '--rounds [0-9]* [-a-z]* [-a-z]*' "$STUB_LOG")|$(grep -c -- '-options' "$STUB_LOG")" \
+    "devcall_ab: ab's status is its status, DEVCALL_AB_ROUNDS, DEVCALL_AB_FORCE passes --force, empty options not passed"
 
 sqlite3 "$T/res/r.db" "PRAGMA journal_mode=WAL; CREATE TABLE t (v INTEGER); INSERT INTO t VALUES (7);" >/dev/null
 dc "devcall_close '$T/res/r.db'"

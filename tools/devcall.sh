@@ -22,7 +22,8 @@
 #                                         kestrel-eval ab of CASE (DEVCALL_AB_ROUNDS rounds, default 6) from the pack
 #                                         with its engines, A against B, into $OUT/ab.db under LABEL, killed after
 #                                         DEVCALL_AB_TIMEOUT seconds (default 150; status 124); the ratio, verdict and
-#                                         record lines printed
+#                                         record lines printed; DEVCALL_AB_FORCE=1 passes --force (A and B differing in
+#                                         both the library and the options: a control, on purpose)
 #   devcall_close FILE.db ...             each DB's WAL folded in (tools/db_fold.sh), then xz -9 (FILE.db.xz);
 #                                         a DB whose WAL cannot be folded keeps its files and fails
 #   devcall_mark LABEL                    "[+N s] LABEL": seconds since the tool was sourced (where a call's time went)
@@ -31,7 +32,7 @@
 # Every function returns the exit status of what it ran (devcall_same, devcall_diff: engine_diff's, devcall_suite: the
 # run's, devcall_ab: ab's), so `|| fail=1` works.
 # Environment: DEVCALL_PACK (default .carry/gpu-check), DEVCALL_MODELS (default /tmp/kestrel-perf),
-# DEVCALL_TMP (default /tmp), DEVCALL_AB_ROUNDS, DEVCALL_AB_TIMEOUT (devcall_ab), DEVCALL_BENCH_TIMEOUT
+# DEVCALL_TMP (default /tmp), DEVCALL_AB_ROUNDS, DEVCALL_AB_TIMEOUT, DEVCALL_AB_FORCE (devcall_ab), DEVCALL_BENCH_TIMEOUT
 # (devcall_bench), DEVCALL_ED_TIMEOUT (devcall_same, default 60 s; devcall_diff, default 120 s), OUT (set by the
 # device tool).
 # tests/tools-devcall.sh runs them with stubs.
@@ -164,7 +165,7 @@ devcall_ab() {
     log=$(mktemp) || return 1
     (cd "$G" && KESTREL_ENGINE_DIR=$E timeout "${DEVCALL_AB_TIMEOUT:-150}" "$B/kestrel-eval" ab "$y" --case "$c" \
         --a "$a" ${ao:+--a-options "$ao"} --b "$b" ${bo:+--b-options "$bo"} --rounds "${DEVCALL_AB_ROUNDS:-6}" \
-        --db "$OUT/ab.db" --label "$l") >"$log" 2>&1
+        ${DEVCALL_AB_FORCE:+--force} --db "$OUT/ab.db" --label "$l") >"$log" 2>&1
     rc=$?
     tail -3 "$log"
     rm -f "$log"

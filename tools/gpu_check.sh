@@ -332,6 +332,15 @@ run_checks() {
         --b-no-kernel attention_kvct || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=8,attn_kvc_sp=3" "attn_short=4,attn_kvc_from=8,attn_kvc=8,attn_kvc_sp=3,pdl=0" || all=1
     same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=8,attn_kvc_sp=3" "attn_short=4,attn_kvc_from=8,attn_kvc=8,attn_kvc_sp=3,graph=0" || all=1
+    note "- attn_kvc_push, attn_cl_push (v40: the clustered attentions' merges by push, the default: each block stores its partial into the merging block's shared memory, one cluster barrier): the routing with both off (the pull merges, v20-v39) vs attn=split at dot=f32 tol 1e-3 greedy 16 (the lines above check the push forms); push vs pull bit for bit on the steps by kv head (3 clusters of 8, the default; one of 16; 7 of 4 with attn_prep on its own) and on the cluster by q head (clusters of 4, the default, with attn_prep inside; 2 with it on its own; 8)"
+    kern "ctx=4096,attn_short=4,attn_kvc_from=8,attn_kvc_push=0,attn_cl_push=0" --b-kernel attention_short_cl_prep \
+        --b-kernel attention_kvcx --b-no-kernel attention_kvct --b-no-kernel attn_prep || all=1
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8" "attn_short=4,attn_kvc_from=8,attn_kvc_push=0" || all=1
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1" "attn_short=4,attn_kvc_from=8,attn_kvc=16,attn_kvc_sp=1,attn_kvc_push=0" || all=1
+    same_bits "$w27" "attn_short=4,attn_kvc_from=8,attn_kvc=4,attn_kvc_sp=7,attn_fuse=1" "attn_short=4,attn_kvc_from=8,attn_kvc=4,attn_kvc_sp=7,attn_fuse=1,attn_kvc_push=0" || all=1
+    same_bits "$w27" "attn_short=4" "attn_short=4,attn_cl_push=0" || all=1
+    same_bits "$w27" "attn_short=4,attn_clsize=2,attn_fuse=0" "attn_short=4,attn_clsize=2,attn_fuse=0,attn_cl_push=0" || all=1
+    same_bits "$w27" "attn_short=4,attn_clsize=8" "attn_short=4,attn_clsize=8,attn_cl_push=0" || all=1
     note "- delta_trig, delta_pf (where the delta rule lets the out projection launch; its state L2-prefetched before the PDL wait): the default (3, 1) vs 0,0 (the delta rule before v27), 0,1, 1,1 and 2,0, and vs itself with pdl=0 and graph=0"
     same_bits "$w27" "" "delta_trig=0,delta_pf=0" || all=1
     same_bits "$w27" "" "delta_trig=0,delta_pf=1" || all=1
