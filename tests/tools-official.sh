@@ -1,11 +1,12 @@
 #!/bin/sh
 # tools/official_h200.sh with stub jobs (no GPU): both DBs come back xz-compressed and readable, every
 # other file in texts.tgz (no .db there), the summary names each job's exit; a failed GPU check, a perf
-# job without a sanity PASS or one that errs exits 1; no OUT, or no pack, exits 2 with one line.
+# job without a sanity PASS or one that errs exits 1; no OUT, no pack, or a pack missing
+# or altering a file its SHA256SUMS lists exits 2 with one line, before any job runs.
 . "$top_srcdir/tests/lib.sh"
 command -v sqlite3 >/dev/null 2>&1 || skip_all "no sqlite3 command line tool"
 command -v xz >/dev/null 2>&1 || skip_all "no xz"
-plan 14
+plan 16
 TOOL=$top_srcdir/tools/official_h200.sh
 # stub GPU check: a report, a results DB written in WAL mode (the sqlite3 tool checkpoints it on close),
 # exit $GC_RC
@@ -56,4 +57,17 @@ is "2|official_h200: OUT is not set (the folder the results go to)" "$RC|$ERR" "
 run_cmd env OUT="$T/res2" GPU_CHECK_CARRY="$T/nopack" bash "$TOOL"
 is "2|official_h200: no pack in $T/nopack (tools/gpu_check.sh --pack BUILD_DIR first, carry it)" "$RC|$ERR" \
   "no pack: exit 2, one line"
+# a pack whose SHA256SUMS names a file it lacks (the trace library left out) or one altered: exit 2 before any job
+mkdir -p "$T/part/bin" "$T/part/engines"
+printf '#!/bin/sh\nexit 0\n' >"$T/part/bin/kestrel-eval" && chmod +x "$T/part/bin/kestrel-eval"
+echo lib >"$T/part/engines/libkestrel-cuda.so" && echo trace >"$T/part/engines/libkestrel-cuda-trace.so"
+(cd "$T/part" && sha256sum bin/kestrel-eval engines/libkestrel-cuda.so engines/libkestrel-cuda-trace.so >SHA256SUMS)
+rm "$T/part/engines/libkestrel-cuda-trace.so"
+run_cmd env OUT="$T/res3" WORK="$T/w3" GPU_CHECK_CARRY="$T/part" bash "$TOOL"
+is "2|official_h200: the pack in $T/part is incomplete or altered (SHA256SUMS: engines/libkestrel-cuda-trace.so: FAILED open or read)|no" \
+  "$RC|$ERR|$([ -e "$T/w3" ] && echo yes || echo no)" "a packed file missing: exit 2 naming it, no job run"
+echo trace >"$T/part/engines/libkestrel-cuda-trace.so" && echo altered >"$T/part/engines/libkestrel-cuda.so"
+run_cmd env OUT="$T/res3" WORK="$T/w3" GPU_CHECK_CARRY="$T/part" bash "$TOOL"
+is "2|official_h200: the pack in $T/part is incomplete or altered (SHA256SUMS: engines/libkestrel-cuda.so: FAILED)" \
+  "$RC|$ERR" "a packed file altered: exit 2 naming it"
 done_testing

@@ -13,8 +13,8 @@
 # code, the GPU check's last lines, the perf cases, the ab ratio and the sanity verdict.
 # Exit: 0 when the GPU check passed and the perf job ran with a sanity PASS (its gate failures, e.g. the
 # 3.6 ms target, are results: perf_h200.sh's exit 1 alone is not an error here); 1 when the GPU check
-# failed, the perf job failed otherwise (exit > 1, or no "sanity: PASS" in its log); 2 when OUT is not set
-# or the pack is missing.
+# failed, the perf job failed otherwise (exit > 1, or no "sanity: PASS" in its log); 2 when OUT is not set,
+# the pack is missing, or a file its SHA256SUMS lists is missing or altered (checked before any job runs).
 # Environment: OUT (required), WORK (scratch, default /tmp/official-h200; wiped), PERF_TIMEOUT (seconds,
 # default 420), GPU_CHECK_CARRY (as tools/gpu_check.sh), and GPU_CHECK / PERF_JOB: the two commands (each
 # run with OUT set to its own folder; tests/tools-official.sh substitutes stubs).
@@ -29,6 +29,12 @@ PERF_JOB=${PERF_JOB:-timeout ${PERF_TIMEOUT:-420} bash tools/perf_h200.sh}
 if [ "$GPU_CHECK" = "bash tools/gpu_check.sh --run" ] && [ ! -x "$CARRY/bin/kestrel-eval" ]; then
     echo "official_h200: no pack in $CARRY (tools/gpu_check.sh --pack BUILD_DIR first, carry it)" >&2
     exit 2
+fi
+# every packed file present and unaltered before any device time goes (v41: a pack carried without its trace
+# library ran the whole job to fail its profile=trace step and the perf suite's cuda-trace cases)
+if [ "$GPU_CHECK" = "bash tools/gpu_check.sh --run" ] && [ -f "$CARRY/SHA256SUMS" ]; then
+    bad=$(cd "$CARRY" && sha256sum -c --quiet SHA256SUMS 2>/dev/null | head -1)
+    [ -z "$bad" ] || { echo "official_h200: the pack in $CARRY is incomplete or altered (SHA256SUMS: $bad)" >&2; exit 2; }
 fi
 mkdir -p "$FINAL" || exit 2
 rm -rf "$W" && mkdir -p "$W/gc" "$W/perf" || exit 2
