@@ -301,6 +301,24 @@ static kc_q8blk *get_q8(const kc_q8blk *d, int nblk)
     return h;
 }
 
+/* two attention launches' results against each other, bit for bit: out, its q8 blocks, both caches; a1, a2 host
+ * scratch of max(nout, kvn) floats */
+static size_t n_unequal_attn_pair(float *const dy[2],      // (2, nout) outputs
+                                  kc_q8blk *const dq[2],   // (2, nout / 32) quantised outputs
+                                  float *const dkc[2],     // (2, kvn) K caches
+                                  float *const dvc[2],     // (2, kvn) V caches
+                                  int nout, size_t kvn, float *a1, float *a2)
+{
+    size_t bad = 0;
+    get_f(a1, dy[0], nout); get_f(a2, dy[1], nout); bad += n_unequal(a2, a1, (size_t)nout);
+    kc_q8blk *g0 = get_q8(dq[0], nout / 32), *g1 = get_q8(dq[1], nout / 32);
+    bad += n_unequal_dev_blocks(g1, g0, nout / 32);
+    free(g0); free(g1);
+    get_f(a1, dkc[0], kvn); get_f(a2, dkc[1], kvn); bad += n_unequal(a2, a1, kvn);
+    get_f(a1, dvc[0], kvn); get_f(a2, dvc[1], kvn); bad += n_unequal(a2, a1, kvn);
+    return bad;
+}
+
 /* 1 when two device arrays of q8 blocks differ in any byte */
 static int q8_differ(const kc_q8blk *da, const kc_q8blk *db, int nblk)
 {
@@ -2178,12 +2196,7 @@ static void test_attention_kvc_push(void)
                                                   H, Hkv, hd, C, ctx, rd, 1e7f, 1e-6f, scale, dpos, kind ? tm[j] : NULL,
                                                   rep > 0, 0));
                         if (!rep) continue;
-                        get_f(a1, dy[0], H * hd); get_f(a2, dy[1], H * hd); bad += n_unequal(a2, a1, (size_t)H * hd);
-                        kc_q8blk *g0 = get_q8(dq[0], H * hd / 32), *g1 = get_q8(dq[1], H * hd / 32);
-                        bad += n_unequal_dev_blocks(g1, g0, H * hd / 32);
-                        free(g0); free(g1);
-                        get_f(a1, dkc[0], kvn); get_f(a2, dkc[1], kvn); bad += n_unequal(a2, a1, kvn);
-                        get_f(a1, dvc[0], kvn); get_f(a2, dvc[1], kvn); bad += n_unequal(a2, a1, kvn);
+                        bad += n_unequal_attn_pair(dy, dq, dkc, dvc, H * hd, kvn, a1, a2);
                     }
                     runs++;
                 }
@@ -2245,12 +2258,7 @@ static void test_attention_cl_push(void)
                             T_CK(kc_attention_short_cl(dqg, dkc[j], dvc[j], dqg + hd, 2 * hd, dy[j], dq[j], H, Hkv, hd,
                                                        csz[ci], scale, dpos, rep > 0, 0));
                         if (!rep) continue;
-                        get_f(a1, dy[0], H * hd); get_f(a2, dy[1], H * hd); bad += n_unequal(a2, a1, (size_t)H * hd);
-                        kc_q8blk *g0 = get_q8(dq[0], H * hd / 32), *g1 = get_q8(dq[1], H * hd / 32);
-                        bad += n_unequal_dev_blocks(g1, g0, H * hd / 32);
-                        free(g0); free(g1);
-                        get_f(a1, dkc[0], kvn); get_f(a2, dkc[1], kvn); bad += n_unequal(a2, a1, kvn);
-                        get_f(a1, dvc[0], kvn); get_f(a2, dvc[1], kvn); bad += n_unequal(a2, a1, kvn);
+                        bad += n_unequal_attn_pair(dy, dq, dkc, dvc, H * hd, kvn, a1, a2);
                     }
                     runs++;
                 }
