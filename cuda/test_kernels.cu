@@ -301,22 +301,56 @@ static kc_q8blk *get_q8(const kc_q8blk *d, int nblk)
     return h;
 }
 
-/* two attention launches' results against each other, bit for bit: out, its q8 blocks, both caches; a1, a2 host
- * scratch of max(nout, kvn) floats */
-static size_t n_unequal_attn_pair(float *const dy[2],      // (2, nout) outputs
-                                  kc_q8blk *const dq[2],   // (2, nout / 32) quantised outputs
-                                  float *const dkc[2],     // (2, kvn) K caches
-                                  float *const dvc[2],     // (2, kvn) V caches
-                                  int nout, size_t kvn, float *a1, float *a2)
+/* the push-vs-pull tests' two copies of one attention launch's results: copy 0 the pull kernel's, copy 1 the push
+ * kernel's, each with its own caches (the launch appends to them) */
+typedef struct attn_pair {
+    float *kc[2], *vc[2]; // (2, kvn) K and V caches
+    float *y[2];          // (2, nout) outputs
+    kc_q8blk *q[2];       // (2, nout / 32) quantised outputs
+    size_t kvn;
+    int nout;
+} attn_pair;
+
+static void attn_pair_new(attn_pair *p, const float *cache, size_t kvn, int nout)
+{
+    p->kvn = kvn;
+    p->nout = nout;
+    for (int j = 0; j < 2; j++) {
+        p->kc[j] = dup_f(cache, kvn);
+        p->vc[j] = dup_f(cache, kvn);
+        p->y[j] = (float *)dnew((size_t)nout * 4);
+        p->q[j] = (kc_q8blk *)dnew((size_t)nout / 32 * sizeof(kc_q8blk));
+    }
+}
+
+/* copy j before a launch: the caches back to cache (kvn,), the outputs poisoned */
+static void attn_pair_reset(attn_pair *p, int j, const float *cache)
+{
+    T_CK(cudaMemcpy(p->kc[j], cache, p->kvn * 4, cudaMemcpyHostToDevice));
+    T_CK(cudaMemcpy(p->vc[j], cache, p->kvn * 4, cudaMemcpyHostToDevice));
+    poison(p->y[j], (size_t)p->nout * 4);
+    poison(p->q[j], (size_t)p->nout / 32 * sizeof(kc_q8blk));
+}
+
+/* the two copies against each other, bit for bit: out, its q8 blocks, both caches; a1, a2 host scratch of
+ * max(nout, kvn) floats */
+static size_t n_unequal_attn_pair(const attn_pair *p, float *a1, float *a2)
 {
     size_t bad = 0;
-    get_f(a1, dy[0], nout); get_f(a2, dy[1], nout); bad += n_unequal(a2, a1, (size_t)nout);
-    kc_q8blk *g0 = get_q8(dq[0], nout / 32), *g1 = get_q8(dq[1], nout / 32);
-    bad += n_unequal_dev_blocks(g1, g0, nout / 32);
+    get_f(a1, p->y[0], p->nout); get_f(a2, p->y[1], p->nout); bad += n_unequal(a2, a1, (size_t)p->nout);
+    kc_q8blk *g0 = get_q8(p->q[0], p->nout / 32), *g1 = get_q8(p->q[1], p->nout / 32);
+    bad += n_unequal_dev_blocks(g1, g0, p->nout / 32);
     free(g0); free(g1);
-    get_f(a1, dkc[0], kvn); get_f(a2, dkc[1], kvn); bad += n_unequal(a2, a1, kvn);
-    get_f(a1, dvc[0], kvn); get_f(a2, dvc[1], kvn); bad += n_unequal(a2, a1, kvn);
+    get_f(a1, p->kc[0], p->kvn); get_f(a2, p->kc[1], p->kvn); bad += n_unequal(a2, a1, p->kvn);
+    get_f(a1, p->vc[0], p->kvn); get_f(a2, p->vc[1], p->kvn); bad += n_unequal(a2, a1, p->kvn);
     return bad;
+}
+
+static void attn_pair_free(attn_pair *p)
+{
+    for (int j = 0; j < 2; j++) {
+        cudaFree(p->kc[j]); cudaFree(p->vc[j]); cudaFree(p->y[j]); cudaFree(p->q[j]);
+    }
 }
 
 /* 1 when two device arrays of q8 blocks differ in any byte */
@@ -2156,16 +2190,10 @@ static void test_attention_kvc_push(void)
         kvc_fill(qg, k, v, qw, kw, cache, H, Hkv, hd, kvn);
         float *dqg = dup_f(qg, H * 2 * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
         float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd);
-        float *dkc[2], *dvc[2], *dy[2];
-        kc_q8blk *dq[2];
+        attn_pair P;
+        attn_pair_new(&P, cache, kvn, H * hd);
         kc_tmap tm[2][2];
-        for (int j = 0; j < 2; j++) {
-            dkc[j] = dup_f(cache, kvn);
-            dvc[j] = dup_f(cache, kvn);
-            dy[j] = (float *)dnew(H * hd * 4);
-            dq[j] = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
-            kv_tmap_pair(tm[j], dkc[j], dvc[j], ctx, Hkv, hd);
-        }
+        for (int j = 0; j < 2; j++) kv_tmap_pair(tm[j], P.kc[j], P.vc[j], ctx, Hkv, hd);
         float *dpart = (float *)dnew((size_t)H * 7 * (hd + 2) * 4);
         unsigned int *dcnt = (unsigned int *)dnew(H * sizeof *dcnt);
         T_CK(cudaMemset(dcnt, 0, H * sizeof *dcnt));
@@ -2182,30 +2210,25 @@ static void test_attention_kvc_push(void)
                     T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
                     for (int rep = 0; rep < 3; rep++) { /* pull, push, push again */
                         const int j = rep ? 1 : 0;
-                        T_CK(cudaMemcpy(dkc[j], cache, kvn * 4, cudaMemcpyHostToDevice));
-                        T_CK(cudaMemcpy(dvc[j], cache, kvn * 4, cudaMemcpyHostToDevice));
-                        poison(dy[j], H * hd * 4);
-                        poison(dq[j], H * hd / 32 * sizeof(kc_q8blk));
+                        attn_pair_reset(&P, j, cache);
                         const float *ak = prep ? dk0 : NULL, *av = prep ? dv : NULL;
                         if (kind == 2)
-                            T_CK(kc_attention_kvcx(dqg, ak, av, dqw, dkw, dkc[j], dvc[j], dqg + hd, 2 * hd, dy[j], dq[j],
-                                                   H, Hkv, hd, C, S, ctx, rd, 1e7f, 1e-6f, scale, dpos, tm[j], dpart,
-                                                   dcnt, rep > 0, 0));
+                            T_CK(kc_attention_kvcx(dqg, ak, av, dqw, dkw, P.kc[j], P.vc[j], dqg + hd, 2 * hd, P.y[j],
+                                                   P.q[j], H, Hkv, hd, C, S, ctx, rd, 1e7f, 1e-6f, scale, dpos, tm[j],
+                                                   dpart, dcnt, rep > 0, 0));
                         else
-                            T_CK(kc_attention_kvc(dqg, ak, av, dqw, dkw, dkc[j], dvc[j], dqg + hd, 2 * hd, dy[j], dq[j],
-                                                  H, Hkv, hd, C, ctx, rd, 1e7f, 1e-6f, scale, dpos, kind ? tm[j] : NULL,
-                                                  rep > 0, 0));
+                            T_CK(kc_attention_kvc(dqg, ak, av, dqw, dkw, P.kc[j], P.vc[j], dqg + hd, 2 * hd, P.y[j],
+                                                  P.q[j], H, Hkv, hd, C, ctx, rd, 1e7f, 1e-6f, scale, dpos,
+                                                  kind ? tm[j] : NULL, rep > 0, 0));
                         if (!rep) continue;
-                        bad += n_unequal_attn_pair(dy, dq, dkc, dvc, H * hd, kvn, a1, a2);
+                        bad += n_unequal_attn_pair(&P, a1, a2);
                     }
                     runs++;
                 }
         free(qg); free(k); free(v); free(qw); free(kw); free(cache); free(a1); free(a2);
         cudaFree(dqg); cudaFree(dk0); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(dpart); cudaFree(dcnt);
         cudaFree(dpos);
-        for (int j = 0; j < 2; j++) {
-            cudaFree(dkc[j]); cudaFree(dvc[j]); cudaFree(dy[j]); cudaFree(dq[j]);
-        }
+        attn_pair_free(&P);
     }
     ok(bad == 0 && runs == 4 * 3 * (4 * 4 + 2 * 2),
        "attention_kvc, attention_kvct and attention_kvcx: the push merge (attn_kvc_push) vs the pull merge bit for bit "
@@ -2229,14 +2252,8 @@ static void test_attention_cl_push(void)
         kvc_fill(qg, k, v, qw, kw, cache, H, Hkv, hd, kvn);
         float *dqg = dup_f(qg, H * 2 * hd), *dk0 = dup_f(k, Hkv * hd), *dv = dup_f(v, Hkv * hd);
         float *dqw = dup_f(qw, hd), *dkw = dup_f(kw, hd);
-        float *dkc[2], *dvc[2], *dy[2];
-        kc_q8blk *dq[2];
-        for (int j = 0; j < 2; j++) {
-            dkc[j] = dup_f(cache, kvn);
-            dvc[j] = dup_f(cache, kvn);
-            dy[j] = (float *)dnew(H * hd * 4);
-            dq[j] = (kc_q8blk *)dnew(H * hd / 32 * sizeof(kc_q8blk));
-        }
+        attn_pair P;
+        attn_pair_new(&P, cache, kvn, H * hd);
         int32_t *dpos;
         T_CK(cudaMalloc(&dpos, 4));
         const float scale = 1.0f / sqrtf((float)hd);
@@ -2247,26 +2264,22 @@ static void test_attention_cl_push(void)
                     T_CK(cudaMemcpy(dpos, &pos, 4, cudaMemcpyHostToDevice));
                     for (int rep = 0; rep < 3; rep++) { /* pull, push, push again */
                         const int j = rep ? 1 : 0;
-                        T_CK(cudaMemcpy(dkc[j], cache, kvn * 4, cudaMemcpyHostToDevice));
-                        T_CK(cudaMemcpy(dvc[j], cache, kvn * 4, cudaMemcpyHostToDevice));
-                        poison(dy[j], H * hd * 4);
-                        poison(dq[j], H * hd / 32 * sizeof(kc_q8blk));
+                        attn_pair_reset(&P, j, cache);
                         if (prep)
-                            T_CK(kc_attention_short_cl_prep(dqg, dk0, dv, dqw, dkw, dkc[j], dvc[j], dy[j], dq[j], H, Hkv,
-                                                            hd, csz[ci], rd, 1e7f, 1e-6f, scale, dpos, rep > 0, 0));
+                            T_CK(kc_attention_short_cl_prep(dqg, dk0, dv, dqw, dkw, P.kc[j], P.vc[j], P.y[j], P.q[j],
+                                                            H, Hkv, hd, csz[ci], rd, 1e7f, 1e-6f, scale, dpos, rep > 0,
+                                                            0));
                         else /* the first H x hd values of qg stand for the prepared q */
-                            T_CK(kc_attention_short_cl(dqg, dkc[j], dvc[j], dqg + hd, 2 * hd, dy[j], dq[j], H, Hkv, hd,
-                                                       csz[ci], scale, dpos, rep > 0, 0));
+                            T_CK(kc_attention_short_cl(dqg, P.kc[j], P.vc[j], dqg + hd, 2 * hd, P.y[j], P.q[j], H, Hkv,
+                                                       hd, csz[ci], scale, dpos, rep > 0, 0));
                         if (!rep) continue;
-                        bad += n_unequal_attn_pair(dy, dq, dkc, dvc, H * hd, kvn, a1, a2);
+                        bad += n_unequal_attn_pair(&P, a1, a2);
                     }
                     runs++;
                 }
         free(qg); free(k); free(v); free(qw); free(kw); free(cache); free(a1); free(a2);
         cudaFree(dqg); cudaFree(dk0); cudaFree(dv); cudaFree(dqw); cudaFree(dkw); cudaFree(dpos);
-        for (int j = 0; j < 2; j++) {
-            cudaFree(dkc[j]); cudaFree(dvc[j]); cudaFree(dy[j]); cudaFree(dq[j]);
-        }
+        attn_pair_free(&P);
     }
     ok(bad == 0 && runs == 4 * 3 * (2 + 2 + 1),
        "attention_short_cl and attention_short_cl_prep: the push merge (attn_cl_push) vs the pull merge bit for bit "
