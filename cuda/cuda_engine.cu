@@ -68,9 +68,9 @@
  * are in use (attn_kvc_tm=1 and a driver that encodes them), else 1; PERF-NOTES v38, v39),
  * attn_kvc_push=0|1 (the steps by kv head merge their blocks' partials by push, attention_kvc*_push kernels: each
  * block stores them into the merging block's shared memory, one cluster barrier more, instead of the merging blocks
- * reading them between two (0: v39's kernels, unchanged): same bits; default 1, PERF-NOTES v40),
+ * reading them between two (0: v39's kernels, unchanged): same bits; default 1, PERF-NOTES v40, v41),
  * attn_cl_push=0|1 (the same for the cluster by q head, attention_short_cl(_prep)_push kernels: each block stores
- * its partial into block 0's shared memory, one cluster barrier: same bits; default 1, PERF-NOTES v40),
+ * its partial into block 0's shared memory, one cluster barrier: same bits; default 1, PERF-NOTES v40, v41),
  * q8t_half=0|1 (the TMA SwiGLU's gate and up rows in separate ring slots, each released after its dot: same bits;
  * default 1, PERF-NOTES v29),
  * q8t_bch=0|1 (the x-broadcast down projection (q8t_wu=2) with each stage's columns as two ring slots, released
@@ -122,9 +122,9 @@ extern "C" {
 #define ATTN_KVC_SP_DEFAULT -1 /* option attn_kvc_sp: auto (model.cu kvc_sp: 3 clusters per kv head where attn_kvc is
                                * auto and the tensor maps are in use, else 1; PERF-NOTES v38, v39) */
 #define ATTN_KVC_PUSH_DEFAULT 1 /* option attn_kvc_push: the kv-head attention's merge by push, kernels of their own
-                                * (PERF-NOTES v40; the ship decision: dev-v40/4-call-next.sh's abs against v39) */
+                                * (PERF-NOTES v40, v41; the ship decision: the abs against v39 in dev-v41/) */
 #define ATTN_CL_PUSH_DEFAULT 1  /* option attn_cl_push: the q-head cluster's merge by push, kernels of their own
-                                * (PERF-NOTES v40; the same call) */
+                                * (PERF-NOTES v40, v41; the same abs) */
 #define Q8T_HALF_DEFAULT 1 /* option q8t_half: the SwiGLU's gate and up rows in separate slots (PERF-NOTES v29) */
 #define Q8T_BCH_DEFAULT 1  /* option q8t_bch: the down projection's stages as two column halves (PERF-NOTES v31) */
 #define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */
