@@ -19,6 +19,18 @@
 #ifndef KESTREL_CUDA_GDN_DELTA_CUH
 #define KESTREL_CUDA_GDN_DELTA_CUH
 
+/* one float4 of shared memory by ONE ld.shared.v4 that NVVM cannot split: delta_column's reads of sk and sq. Why an
+ * asm: as plain float4 reads NVVM's vectorizer still rewrote some of them (a v4 load whose other half came from a
+ * second v2 load of the same bytes) differently from one build to the next: delta_step_trig_kernel<2, 0> came out
+ * of two builds of one commit in two forms (v42), so the library's SHA-256 again did not name its source (v30).
+ * volatile: kept after the barrier that publishes sk and sq. */
+__device__ __forceinline__ float4 lds_f4(unsigned a) /* a: a shared-memory address (16-byte aligned) */
+{
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a));
+    return v;
+}
+
 /* s: column of S, element dk at s[dk * st]; sk, sq (kd,) in shared memory. Returns o[dv].
  * Every product and sum is an explicit round-to-nearest intrinsic, so no build may contract a pair
  * into an FMA: the -fmad=true library and the -fmad=false test build (checked against the CPU twin)
@@ -37,10 +49,10 @@ __device__ __forceinline__ float delta_column(float *s, int st, int kd, const fl
          * load vectorizer then merged the unrolled loads into vector loads differently from one
          * compilation of the same source to the next (two builds of one commit, two libraries; found
          * comparing PTX, PERF-NOTES v30), so a library's SHA-256 did not name its source. */
-        const float4 *sk4 = (const float4 *)sk;
+        const unsigned sk4 = (unsigned)__cvta_generic_to_shared(sk);
 #pragma unroll
         for (int d4 = 0; d4 < n / 4; d4++) {
-            const float4 k4 = sk4[d4];
+            const float4 k4 = lds_f4(sk4 + 16 * d4);
             const float kk[4] = {k4.x, k4.y, k4.z, k4.w};
 #pragma unroll
             for (int j = 0; j < 4; j++) {
@@ -65,10 +77,10 @@ __device__ __forceinline__ float delta_column(float *s, int st, int kd, const fl
 #endif
     float oa = 0.0f;
     if (KDT) { /* as above: sk and sq as float4 */
-        const float4 *sk4 = (const float4 *)sk, *sq4 = (const float4 *)sq;
+        const unsigned sk4 = (unsigned)__cvta_generic_to_shared(sk), sq4 = (unsigned)__cvta_generic_to_shared(sq);
 #pragma unroll
         for (int d4 = 0; d4 < n / 4; d4++) {
-            const float4 k4 = sk4[d4], q4 = sq4[d4];
+            const float4 k4 = lds_f4(sk4 + 16 * d4), q4 = lds_f4(sq4 + 16 * d4);
             const float kk[4] = {k4.x, k4.y, k4.z, k4.w}, qq[4] = {q4.x, q4.y, q4.z, q4.w};
 #pragma unroll
             for (int j = 0; j < 4; j++) {
