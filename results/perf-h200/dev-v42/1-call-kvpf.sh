@@ -1,6 +1,7 @@
 #!/bin/bash
 # v42 call 1: option attn_kvpf (the short attentions with attn_prep inside, attention_short_prep and
 # attention_short_cl_prep(_push), L2-prefetch the K and V cache rows their scan reads right after the PDL wait).
+# (The option's code: 1-kvpf-postwait.patch, `git apply` on d4bcdd5; not in the tree: dropped, PERF-NOTES v42.)
 # Library: HEAD's sources with the option (default 0), built in /tmp/build-lead; tools/ptx_diff.sh against
 # bbbf8cdcefba's build: "217 same, 0 differ, 0 only-old, 6 only-new" (the six _pf kernels); every default kernel the
 # same, so the abs below compare the kernels alone (options of one library).

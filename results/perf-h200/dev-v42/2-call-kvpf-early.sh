@@ -5,6 +5,7 @@
 # trace (attention_short_prep 0.080 -> 0.091 ms/step, attention_short_cl_prep at prompt 512 0.186 -> 0.220), ab
 # context 1 1.0048 [1.0033, 1.0058], prompt 512 1.0086 [1.0056, 1.0096]: read as every prefetch queueing behind that
 # 18 MB preload (the delta rule's state did the same before v27, and won once prefetched before its wait).
+# (The code: 2-kvpf-prewait.patch, `git apply` on d4bcdd5; not in the tree: dropped, PERF-NOTES v42.)
 # Library: HEAD + the option (default 0), tools/ptx_diff.sh against bbbf8cdcefba's build: 217 same, 6 only-new.
 # Prediction (written before the call): same bits; trace attention_short_prep 0.080 -> 0.070-0.077 ms/step,
 # attention_short_cl_prep (prompt 512) 0.186 -> 0.165-0.180; ab context 1 0.995-1.000, prompt 512 0.990-0.998.
