@@ -1,6 +1,6 @@
 #!/bin/sh
 # tools/devcall.sh with a stub pack (no GPU): sourcing names the packed library by its stripped SHA-256
-# prefix; devcall_models generates each missing perf model once and refuses an unknown name (2);
+# prefix and the GPU (or says it is unknown); devcall_models generates each missing perf model once and refuses an unknown name (2);
 # devcall_wide writes the 4-layer models; devcall_test_kernels keeps the TAP and reports its counts and
 # failures; devcall_bench keeps bench_gemv's table and prints the rows asked, returning its status;
 # devcall_same runs engine_diff bit for bit with the options given (none when empty) and returns its status;
@@ -25,7 +25,7 @@ for py in python3 /usr/bin/python3; do
     PYSQL=
 done
 [ -n "$PYSQL" ] || skip_all "no python3 with its sqlite3 module"
-plan 29
+plan 30
 TOOL=$top_srcdir/tools/devcall.sh
 P=$T/root/pack
 mkdir -p "$P/bin" "$P/engines" "$P/lib" "$T/root/tests/fixtures" "$T/res"
@@ -64,9 +64,12 @@ dc() { run_cmd env -C "$T/root" OUT="$T/res" DEVCALL_PACK=pack DEVCALL_MODELS="$
 
 strip --strip-unneeded -o "$T/s" "$P/engines/libkestrel-cuda.so"
 want=$(sha256sum "$T/s" | cut -c1-16)
-run_cmd env -C "$T/root" DEVCALL_PACK=pack bash -c ". '$TOOL'"
-is "0|16|devcall: library $want ($P/engines/libkestrel-cuda.so)" "$RC|${#want}|$OUT" \
-    "sourcing names the library by its stripped SHA prefix"
+run_cmd env -C "$T/root" DEVCALL_PACK=pack DEVCALL_GPU_CMD="echo NVIDIA H100 80GB HBM3, 580.159.04" bash -c ". '$TOOL'"
+is "0|16|devcall: library $want ($P/engines/libkestrel-cuda.so)
+devcall: GPU NVIDIA H100 80GB HBM3, 580.159.04" "$RC|${#want}|$OUT" \
+    "sourcing names the library by its stripped SHA prefix and the GPU"
+run_cmd env -C "$T/root" DEVCALL_PACK=pack DEVCALL_GPU_CMD=false bash -c ". '$TOOL'"
+like "$OUT" "devcall: GPU \(unknown: no nvidia-smi answer\)$" "sourcing without an answer from nvidia-smi says so"
 
 : >"$STUB_LOG"
 dc "devcall_models 27b 9b"

@@ -1,11 +1,12 @@
 #!/bin/sh
 # tools/file_official.sh on a synthetic official run (the three files tools/official_h200.sh leaves): the twelve
 # files land under the engine's 12-digit name with their sources' bytes; a second filing, a missing input or
-# archive member, an engines.sha256 without the CUDA line exit 2 with one line and write nothing; a GPU check
+# archive member, an engines.sha256 without the CUDA line, a run on another GPU than an H200 (or without its
+# perf/gpu.txt) exit 2 with one line and write nothing; a GPU check
 # with a FAIL step, one that did not finish, or a perf log without "sanity: PASS" exit 1 and write nothing.
 . "$top_srcdir/tests/lib.sh"
 command -v xz >/dev/null 2>&1 || skip_all "no xz"
-plan 16
+plan 21
 TOOL=$top_srcdir/tools/file_official.sh
 SHA=62c23104ea05b0b073c01bad58ba283a38eefa89483742f98b2852af9324cefb
 X=62c23104ea05
@@ -26,6 +27,7 @@ mkrun() {
         >"$T/src/perf/perf-metrics.csv"
     echo "report" >"$T/src/perf/perf-report.md"
     echo "sanity" >"$T/src/perf/sanity-compare.log"
+    printf 'name, driver_version, memory.total [MiB]\nNVIDIA H200, 580.159.04, 143771 MiB\n' >"$T/src/perf/gpu.txt"
     (cd "$T/src" && tar czf "$1/texts.tgz" gc perf)
     echo "gpu db" | xz >"$1/gc-gpu.db.xz"
     echo "perf db" | xz >"$1/perf-perf.db.xz"
@@ -76,6 +78,13 @@ check_refused 2 "no member perf/sanity-compare\.log" "a missing archive member"
 mkrun "$T/run"
 (cd "$T/src" && grep -v cuda.so perf/engines.sha256 >e && mv e perf/engines.sha256 && tar czf "$T/run/texts.tgz" gc perf)
 check_refused 2 "no line for libkestrel-cuda\.so" "engines.sha256 without the CUDA library"
+mkrun "$T/run"
+(cd "$T/src" && sed -i 's/NVIDIA H200/NVIDIA H100 80GB HBM3/' perf/gpu.txt && tar czf "$T/run/texts.tgz" gc perf)
+check_refused 2 "perf/gpu\.txt: the run's GPU is 'NVIDIA H100 80GB HBM3', not an H200" "a run on an H100"
+is 1 "$(printf '%s\n' "$ERR" | wc -l | tr -d ' ')" "a run on an H100: one line"
+mkrun "$T/run"
+(cd "$T/src" && rm perf/gpu.txt && tar czf "$T/run/texts.tgz" gc perf)
+check_refused 2 "no member perf/gpu\.txt" "a run without perf/gpu.txt"
 mkrun "$T/run"
 (cd "$T/src" && printf -- '-- engine_diff dot=q8: FAIL (rc 1)\n== summary\n' >>gc/report.txt && tar czf "$T/run/texts.tgz" gc perf)
 fresh; file_it

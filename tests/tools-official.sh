@@ -1,12 +1,12 @@
 #!/bin/sh
 # tools/official_h200.sh with stub jobs (no GPU): both DBs come back xz-compressed and readable, every
 # other file in texts.tgz (no .db there), the summary names each job's exit; a failed GPU check, a perf
-# job without a sanity PASS or one that errs exits 1; no OUT, no pack, or a pack missing
-# or altering a file its SHA256SUMS lists exits 2 with one line, before any job runs.
+# job without a sanity PASS or one that errs exits 1; no OUT, no pack, a pack missing or altering a file its
+# SHA256SUMS lists, a GPU that is not an H200 or whose name cannot be read exits 2 with one line, before any job runs.
 . "$top_srcdir/tests/lib.sh"
 command -v sqlite3 >/dev/null 2>&1 || skip_all "no sqlite3 command line tool"
 command -v xz >/dev/null 2>&1 || skip_all "no xz"
-plan 16
+plan 19
 TOOL=$top_srcdir/tools/official_h200.sh
 # stub GPU check: a report, a results DB written in WAL mode (the sqlite3 tool checkpoints it on close),
 # exit $GC_RC
@@ -27,7 +27,7 @@ exit "${PERF_RC:-1}"
 S
 chmod +x "$T/gc.sh" "$T/perf.sh"
 # off [VAR=VALUE...]: the tool with the stubs and the given environment, results in $T/res
-off() { run_cmd env OUT="$T/res" WORK="$T/work" GPU_CHECK="$T/gc.sh" PERF_JOB="$T/perf.sh" "$@" bash "$TOOL"; }
+off() { run_cmd env OUT="$T/res" WORK="$T/work" GPU_CHECK="$T/gc.sh" PERF_JOB="$T/perf.sh" GPU_NAME_CMD="echo NVIDIA H200" "$@" bash "$TOOL"; }
 
 off
 is 0 "$RC" "GPU check passed, perf gates failed (exit 1) with a sanity PASS: exit 0"
@@ -51,6 +51,15 @@ is "1|yes" "$RC|$(echo "$OUT" | grep -q 'the perf job failed (exit 1, no sanity 
   "a perf job without a sanity PASS: exit 1"
 off PERF_RC=2
 is 1 "$RC" "a perf job that errs (exit 2): exit 1"
+
+# another card (the lent pool has H100s): nothing runs, nothing is written
+rm -rf "$T/res" "$T/work"
+off GPU_NAME_CMD="echo NVIDIA H100 80GB HBM3"
+is "2|official_h200: the GPU is 'NVIDIA H100 80GB HBM3', not an H200 (results/perf-h200 holds H200 runs only): nothing run" \
+  "$RC|$ERR" "an H100: exit 2, one line naming the card"
+ok '[ ! -e "$T/res" ] && [ ! -e "$T/work" ]' "an H100: no job ran, nothing written"
+off GPU_NAME_CMD=false
+is "2|official_h200: cannot read the GPU's name (false): nothing run" "$RC|$ERR" "no GPU name: exit 2, one line"
 
 run_cmd env -u OUT bash "$TOOL"
 is "2|official_h200: OUT is not set (the folder the results go to)" "$RC|$ERR" "no OUT: exit 2, one line"

@@ -4,7 +4,7 @@
 # same-bits pairs); a new call script sources this instead. Bash, from the repository root on the
 # device machine, after `tools/gpu_check.sh --pack BUILD_DIR` here and carry [".carry/gpu-check"]:
 #
-#   . tools/devcall.sh                    G, B, E set, LD_LIBRARY_PATH; prints the stripped SHA-256 prefix
+#   . tools/devcall.sh                    G, B, E set, LD_LIBRARY_PATH; prints the stripped SHA-256 prefix and the GPU
 #   devcall_models 27b 9b &               the perf models (q4_0, seed 1) into $DEVCALL_MODELS, if missing
 #   devcall_wide 27b 9b                   4-layer models of those widths (seed 5, vocab 4096): $DEVCALL_TMP/w27.gguf ...
 #   devcall_test_kernels                  test_kernels -> $OUT/tk.tap; one summary line, then the failures
@@ -32,7 +32,7 @@
 # Every function returns the exit status of what it ran (devcall_same, devcall_diff: engine_diff's, devcall_suite: the
 # run's, devcall_ab: ab's), so `|| fail=1` works.
 # Environment: DEVCALL_PACK (default .carry/gpu-check), DEVCALL_MODELS (default /tmp/kestrel-perf),
-# DEVCALL_TMP (default /tmp), DEVCALL_AB_ROUNDS, DEVCALL_AB_TIMEOUT, DEVCALL_AB_FORCE (devcall_ab), DEVCALL_BENCH_TIMEOUT
+# DEVCALL_TMP (default /tmp), DEVCALL_GPU_CMD (prints the GPU's name and driver; default nvidia-smi's), DEVCALL_AB_ROUNDS, DEVCALL_AB_TIMEOUT, DEVCALL_AB_FORCE (devcall_ab), DEVCALL_BENCH_TIMEOUT
 # (devcall_bench), DEVCALL_ED_TIMEOUT (devcall_same, default 60 s; devcall_diff, default 120 s), OUT (set by the
 # device tool).
 # tests/tools-devcall.sh runs them with stubs.
@@ -183,3 +183,5 @@ devcall_close() {
 }
 
 echo "devcall: library $(devcall_sha) ($E/libkestrel-cuda.so)"
+# the card, since the lent pool has H100s beside the H200: a call's timings compare only with the same card's
+echo "devcall: GPU $(${DEVCALL_GPU_CMD:-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader} 2>/dev/null | head -1 | grep . || echo '(unknown: no nvidia-smi answer)')"

@@ -14,8 +14,9 @@
 #     RESULTS  the results folder (default: results/ of this repository)
 #
 # Exit 2, one line naming the file, the archive member or the key, and nothing written: a missing input or
-# member, an engines.sha256 without the CUDA library's line, a destination that exists already (that engine's
-# official run is filed: compare, do not overwrite). Exit 1, nothing written: a run that is not an official
+# member, an engines.sha256 without the CUDA library's line, a run whose GPU (perf/gpu.txt, the perf job's
+# nvidia-smi line) is not an H200, a destination that exists already (that engine's official run is filed:
+# compare, do not overwrite). Exit 1, nothing written: a run that is not an official
 # result — its GPU check has a step that did not pass (a "-- NAME: FAIL" line in gc/report.txt, or no
 # "== summary" line: the check did not finish), or its perf log has no "sanity: PASS".
 # On success: the files written, then the run's headline (probe, 27B ctx 1 median and share of the floor).
@@ -69,6 +70,14 @@ case $sha in
 *) die "$dir/texts.tgz: perf/engines.sha256: no line for libkestrel-cuda.so" ;;
 esac
 x=${sha:0:12}
+
+# results/perf-h200 holds H200 runs only (its floor and history are that card's; the lent pool has H100s too)
+[ -f "$tmp/perf/gpu.txt" ] || die "$dir/texts.tgz: no member perf/gpu.txt (the perf job's nvidia-smi line: which GPU ran it)"
+gpu=$(awk -F', *' 'NR == 2 { print $1 }' "$tmp/perf/gpu.txt")
+case $gpu in
+*H200*) ;;
+*) die "$dir/texts.tgz: perf/gpu.txt: the run's GPU is '$gpu', not an H200 (results/perf-h200 holds H200 runs only)" ;;
+esac
 
 grep -q '^== summary' "$tmp/gc/report.txt" ||
     { echo "file_official: $dir: the GPU check did not finish (no '== summary' line in gc/report.txt): not filed" >&2; exit 1; }

@@ -14,10 +14,12 @@
 # Exit: 0 when the GPU check passed and the perf job ran with a sanity PASS (its gate failures, e.g. the
 # 3.6 ms target, are results: perf_h200.sh's exit 1 alone is not an error here); 1 when the GPU check
 # failed, the perf job failed otherwise (exit > 1, or no "sanity: PASS" in its log); 2 when OUT is not set,
-# the pack is missing, or a file its SHA256SUMS lists is missing or altered (checked before any job runs).
+# the pack is missing, or a file its SHA256SUMS lists is missing or altered, or the GPU is not an H200 (each
+# checked before any job runs).
 # Environment: OUT (required), WORK (scratch, default /tmp/official-h200; wiped), PERF_TIMEOUT (seconds,
-# default 420), GPU_CHECK_CARRY (as tools/gpu_check.sh), and GPU_CHECK / PERF_JOB: the two commands (each
-# run with OUT set to its own folder; tests/tools-official.sh substitutes stubs).
+# default 420), GPU_CHECK_CARRY (as tools/gpu_check.sh), and GPU_CHECK / PERF_JOB / GPU_NAME_CMD: the two jobs'
+# commands (each run with OUT set to its own folder) and the one that prints the GPU's name (default
+# nvidia-smi's); tests/tools-official.sh substitutes stubs.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 [ -n "${OUT:-}" ] || { echo "official_h200: OUT is not set (the folder the results go to)" >&2; exit 2; }
@@ -36,6 +38,15 @@ if [ "$GPU_CHECK" = "bash tools/gpu_check.sh --run" ] && [ -f "$CARRY/SHA256SUMS
     bad=$(cd "$CARRY" && sha256sum -c --quiet SHA256SUMS 2>/dev/null | head -1)
     [ -z "$bad" ] || { echo "official_h200: the pack in $CARRY is incomplete or altered (SHA256SUMS: $bad)" >&2; exit 2; }
 fi
+# the official runs are H200 runs (issue 6; results/perf-h200, whose floor and history are that card's): on any other
+# card (the lent pool has H100s too) nothing runs, so no device time goes into numbers file_official.sh would refuse
+GPU_NAME_CMD=${GPU_NAME_CMD:-nvidia-smi --query-gpu=name --format=csv,noheader}
+gpu=$($GPU_NAME_CMD 2>/dev/null | head -1)
+case $gpu in
+*H200*) ;;
+"") echo "official_h200: cannot read the GPU's name ($GPU_NAME_CMD): nothing run" >&2; exit 2 ;;
+*) echo "official_h200: the GPU is '$gpu', not an H200 (results/perf-h200 holds H200 runs only): nothing run" >&2; exit 2 ;;
+esac
 mkdir -p "$FINAL" || exit 2
 rm -rf "$W" && mkdir -p "$W/gc" "$W/perf" || exit 2
 
