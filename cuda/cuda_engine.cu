@@ -71,6 +71,11 @@
  * reading them between two (0: v39's kernels, unchanged): same bits; default 1, PERF-NOTES v40, v41),
  * attn_cl_push=0|1 (the same for the cluster by q head, attention_short_cl(_prep)_push kernels: each block stores
  * its partial into block 0's shared memory, one cluster barrier: same bits; default 1, PERF-NOTES v40, v41),
+ * norm_lean=0|1 (the RMS norms whose f32 output no kernel reads — the FFN's, the attention layers' input norm,
+ * the final one, with dot=q8 — write only their q8 blocks, rmsnorm8_q8_lean_kernel: same bits; default 1, PERF-NOTES v43),
+ * norm_split=1..32 (the q8 norms over this many blocks, at most one per warp of the row, each summing all of x's
+ * squares in the one-block order and emitting its share, rmsnorm8_q8_split_kernel: same bits; 1: one block, the
+ * kernels before v43; default 8, PERF-NOTES v43),
  * q8t_half=0|1 (the TMA SwiGLU's gate and up rows in separate ring slots, each released after its dot: same bits;
  * default 1, PERF-NOTES v29),
  * q8t_bch=0|1 (the x-broadcast down projection (q8t_wu=2) with each stage's columns as two ring slots, released
@@ -125,6 +130,8 @@ extern "C" {
                                 * (PERF-NOTES v40, v41; the ship decision: the abs against v39 in dev-v41/) */
 #define ATTN_CL_PUSH_DEFAULT 1  /* option attn_cl_push: the q-head cluster's merge by push, kernels of their own
                                 * (PERF-NOTES v40, v41; the same abs) */
+#define NORM_LEAN_DEFAULT 1 /* option norm_lean (PERF-NOTES v43: ab 0.9967 at 27B ctx 1) */
+#define NORM_SPLIT_DEFAULT 8 /* option norm_split (PERF-NOTES v43: 8 vs 4 ab 0.9962, 4 vs 1 0.9956; 2, 10, 20 no better) */
 #define Q8T_HALF_DEFAULT 1 /* option q8t_half: the SwiGLU's gate and up rows in separate slots (PERF-NOTES v29) */
 #define Q8T_BCH_DEFAULT 1  /* option q8t_bch: the down projection's stages as two column halves (PERF-NOTES v31) */
 #define Q8T_KB_DEFAULT 100 /* option q8t_kb: two 100 KB rings per SM (PERF-NOTES v15) */
@@ -157,7 +164,7 @@ typedef struct kc_opts {
     int device, graph, profile, ctx, delta, gemv_rpw, gemv_kind, dot_q8, gemv_unroll, pdl, gemv_prefetch, q8kind;
     int pf_next_mb, q8wide, gemv_early, ffn_fused, gdn_fused, attn_gqa, q8t_kb, q8t_sm, q8t_xs, q8t_wu, q8t_wkb, q8t_skip, q8t_okb, q8t_osm, q8t_ogrid, carveout, rms_fold, norm_tail;
     int attn_short, delta_pf, attn_cl, attn_clsize, attn_long, delta_trig, prep_early, attn_early, q8t_half, q8t_bch;
-    int attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_to, attn_kvc_tm, attn_kvc_sp, attn_kvc_push, attn_cl_push;
+    int attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_to, attn_kvc_tm, attn_kvc_sp, attn_kvc_push, attn_cl_push, norm_lean, norm_split;
     uint64_t vram_limit;
 } kc_opts;
 
@@ -265,6 +272,8 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
     o->attn_kvc_sp = ATTN_KVC_SP_DEFAULT;
     o->attn_kvc_push = ATTN_KVC_PUSH_DEFAULT;
     o->attn_cl_push = ATTN_CL_PUSH_DEFAULT;
+    o->norm_lean = NORM_LEAN_DEFAULT;
+    o->norm_split = NORM_SPLIT_DEFAULT;
     o->q8t_half = Q8T_HALF_DEFAULT;
     o->q8t_bch = Q8T_BCH_DEFAULT;
     o->q8kind = Q8KIND_DEFAULT;
@@ -353,6 +362,8 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "attn_kvc_sp") && v >= 1 && v <= 32) o->attn_kvc_sp = (int)v;
         else if (!strcmp(kv, "attn_kvc_push") && v <= 1) o->attn_kvc_push = (int)v;
         else if (!strcmp(kv, "attn_cl_push") && v <= 1) o->attn_cl_push = (int)v;
+        else if (!strcmp(kv, "norm_lean") && v <= 1) o->norm_lean = (int)v;
+        else if (!strcmp(kv, "norm_split") && v >= 1 && v <= 32) o->norm_split = (int)v;
         else if (!strcmp(kv, "q8t_half") && v <= 1) o->q8t_half = (int)v;
         else if (!strcmp(kv, "q8t_bch") && v <= 1) o->q8t_bch = (int)v;
         else if (!strcmp(kv, "carveout") && v <= 101) o->carveout = v == 101 ? -1 : (int)v;
@@ -366,7 +377,7 @@ static int parse_opts(const char *options, kc_opts *o, char *err, size_t err_len
         else if (!strcmp(kv, "threads")) { /* accepted: the suite runner passes it to every engine */ }
         else {
             fmt_err(err, err_len, "options: unknown key or bad value '%s=%s' (device, graph=0|1, profile=0|1|trace, pdl=0|1, "
-                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, prep_early=0..2, attn_early=0|1, attn_fuse=0..3, attn_kvc=auto|0|2..16, attn_kvc_from=0..2147483647, attn_kvc_tm=0|1, attn_kvc_to=0..2147483647, attn_kvc_sp=auto|1..32, attn_kvc_push=0|1, attn_cl_push=0|1, q8t_half=0|1, q8t_bch=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
+                                  "ctx, vram_limit, delta, dot=q8|f32, q8gemv=xs|stream|tma, q8t_kb=16..227, q8t_sm=1..4, q8t_xs=0|1, q8t_wu=0|1|2, q8t_wkb=0|16..227, q8t_skip=0..15, q8t_okb=0|16..227, q8t_osm=0..4, q8t_ogrid=auto|0..1024, carveout=0..100|101, rms_fold=0|1|in|ffn|auto, norm_tail=0|1, attn_short=0..4096, attn_cl=0..2147483647, attn_clsize=2..8, delta_pf=0|1, delta_trig=0..3, prep_early=0..2, attn_early=0|1, attn_fuse=0..3, attn_kvc=auto|0|2..16, attn_kvc_from=0..2147483647, attn_kvc_tm=0|1, attn_kvc_to=0..2147483647, attn_kvc_sp=auto|1..32, attn_kvc_push=0|1, attn_cl_push=0|1, norm_lean=0|1, norm_split=1..32, q8t_half=0|1, q8t_bch=0|1, q8wide=stream|nc|smem|xs, ffn=split|fused|ring, gdn=split|fused, attn=split|gqa|short, attn_long=split|gqa, gemv=reg|pipe, gemv_rpw=0|1|2|4, gemv_unroll=0|1|2|4, gemv_prefetch=0|1, gemv_early=0|1, pf_next=0..64, threads)", kv, val);
             goto cleanup;
         }
     }
@@ -677,6 +688,8 @@ static int kc_open(const char *model_path, const char *options, kestrel_engine *
     e->m->attn_kvc_sp = o.attn_kvc_sp;
     e->m->attn_kvc_push = o.attn_kvc_push;
     e->m->attn_cl_push = o.attn_cl_push;
+    e->m->norm_lean = o.norm_lean;
+    e->m->norm_split = o.norm_split;
     e->m->q8t_half = o.q8t_half;
     e->m->q8t_bch = o.q8t_bch;
     e->m->q8kind = o.q8kind;

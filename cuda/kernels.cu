@@ -1523,9 +1523,11 @@ cudaError_t kc_rmsnorm(const float *x, int xs, const float *w, float *y, int ys,
 /* One row of n = 8 * blockDim.x values, 8 contiguous per thread (two float4): one pass, no loop;
  * four threads hold one q8 block, so the quantisation takes 2 shuffles per reduction instead of 5.
  * Why: the 1024-thread rmsnorm_q8 ran ~5 us for n = 5120 (5 passes of warp-wide reductions), twice
- * per layer. Its sum of squares is in another order than rmsnorm_kernel's (y within ~1e-7). */
-__global__ void rmsnorm8_q8_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
-                                   kc_q8blk *__restrict__ yq, int n, float eps)
+ * per layer. Its sum of squares is in another order than rmsnorm_kernel's (y within ~1e-7).
+ * WY = 0 (rmsnorm8_q8_lean_kernel): y not written, the q8 blocks the same bits. */
+template <int WY>
+__device__ __forceinline__ void rmsnorm8_q8_body(const float *__restrict__ x, const float *__restrict__ w,
+                                                 float *__restrict__ y, kc_q8blk *__restrict__ yq, int n, float eps)
 {
     __shared__ float sh[32];
     const int t = threadIdx.x;
@@ -1537,14 +1539,64 @@ __global__ void rmsnorm8_q8_kernel(const float *__restrict__ x, const float *__r
     const float4 a = __ldca((const float4 *)x + 2 * t), b = __ldca((const float4 *)x + 2 * t + 1);
     const float ss = block_sum(rms8_sumsq(a, b), sh);
     const float inv = rsqrtf(ss / (float)n + eps);
-    rms8_emit(a, b, wa, wb, inv, t, y, yq);
+    rms8_emit_t<WY>(a, b, wa, wb, inv, t, y, yq);
+}
+__global__ void rmsnorm8_q8_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
+                                   kc_q8blk *__restrict__ yq, int n, float eps)
+{
+    rmsnorm8_q8_body<1>(x, w, y, yq, n, eps);
+}
+/* x (n,) -> yq (n/32,) only (option norm_lean: where no kernel reads the f32 output, its 4n bytes of stores are
+ * left out of the norm's tail, which the next GEMV's PDL wait waits for) */
+__global__ void rmsnorm8_q8_lean_kernel(const float *__restrict__ x, const float *__restrict__ w,
+                                        kc_q8blk *__restrict__ yq, int n, float eps)
+{
+    rmsnorm8_q8_body<0>(x, w, (float *)NULL, yq, n, eps);
+}
+
+/* rmsnorm8_q8 over gridDim.x blocks (option norm_split): every block loads all of x and sums the n squares in the
+ * one-block kernel's order (the same inv: the same bits), then only its share of the warps emits, so each block's
+ * tail stores 1/gridDim.x of y and yq. Why: the next GEMV's PDL wait waits for the norm's stores; one SM drains all
+ * 26 KB of them (n = 5120). WY = 0: y not written (norm_lean). */
+template <int WY>
+__global__ void rmsnorm8_q8_split_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
+                                         kc_q8blk *__restrict__ yq, int n, float eps)
+{
+    __shared__ float sh[32];
+    const int t = threadIdx.x, warp = t >> 5, nw = blockDim.x >> 5;
+    const int mine = warp >= (int)blockIdx.x * nw / (int)gridDim.x && warp < ((int)blockIdx.x + 1) * nw / (int)gridDim.x;
+    float4 wa = make_float4(0.0f, 0.0f, 0.0f, 0.0f), wb = wa;
+    if (mine) { /* the norm's weights before the PDL wait, as rmsnorm8_q8_body: only the block's share */
+        wa = __ldg((const float4 *)w + 2 * t);
+        wb = __ldg((const float4 *)w + 2 * t + 1);
+    }
+    kc_pdl_begin();
+    const float4 a = __ldca((const float4 *)x + 2 * t), b = __ldca((const float4 *)x + 2 * t + 1);
+    const float ss = block_sum(rms8_sumsq(a, b), sh);
+    const float inv = rsqrtf(ss / (float)n + eps);
+    if (mine) rms8_emit_t<WY>(a, b, wa, wb, inv, t, y, yq); /* whole warps: the q8 groups' shuffles stay inside */
+}
+
+static __thread int g_norm_split = 1; /* kc_set_norm_split */
+void kc_set_norm_split(int blocks) { g_norm_split = blocks >= 1 && blocks <= 32 ? blocks : 1; }
+
+int kc_rmsnorm_q8_lean_ok(int n, const float *x, const float *w)
+{
+    return n > 0 && n % 256 == 0 && n / 8 <= 1024 && ((uintptr_t)x | (uintptr_t)w) % 16 == 0;
 }
 
 cudaError_t kc_rmsnorm_q8(const float *x, const float *w, float *y, kc_q8blk *yq, int n, float eps, cudaStream_t st)
 {
     if (n <= 0 || n % 32) return cudaErrorInvalidValue;
-    if (n % 256 == 0 && n / 8 <= 1024 && ((uintptr_t)x | (uintptr_t)w | (uintptr_t)y) % 16 == 0)
-        kc_launch(rmsnorm8_q8_kernel, 1, n / 8, 0, st, x, w, y, yq, n, eps);
+    const int split = g_norm_split <= n / 256 ? g_norm_split : n / 256; /* at most one block per warp */
+    if (!y) { /* the lean form: the fast kernel's shapes only */
+        if (!yq || !kc_rmsnorm_q8_lean_ok(n, x, w)) return cudaErrorInvalidValue;
+        if (split > 1) kc_launch(rmsnorm8_q8_split_kernel<0>, split, n / 8, 0, st, x, w, y, yq, n, eps);
+        else kc_launch(rmsnorm8_q8_lean_kernel, 1, n / 8, 0, st, x, w, yq, n, eps);
+    } else if (n % 256 == 0 && n / 8 <= 1024 && ((uintptr_t)x | (uintptr_t)w | (uintptr_t)y) % 16 == 0) {
+        if (split > 1) kc_launch(rmsnorm8_q8_split_kernel<1>, split, n / 8, 0, st, x, w, y, yq, n, eps);
+        else kc_launch(rmsnorm8_q8_kernel, 1, n / 8, 0, st, x, w, y, yq, n, eps);
+    }
     else
         kc_launch(rmsnorm_kernel, 1, norm_threads(n), 0, st, x, n, w, y, n, n, eps, yq);
     return cudaGetLastError();

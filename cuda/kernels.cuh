@@ -294,8 +294,15 @@ cudaError_t kc_rmsnorm(const float *x, int xs, const float *w, float *y, int ys,
                        float eps, cudaStream_t st);
 /* rmsnorm of one row x (n,) -> y (n,), fused with quantize_q8 of y into yq (n/32,); n % 32 == 0.
  * yq is bit-identical to kc_quantize_q8(y); y equals kc_rmsnorm's within rounding (for n % 256 == 0,
- * n <= 8192 a one-pass kernel sums the squares in another order), twin rmsnorm. */
+ * n <= 8192 a one-pass kernel sums the squares in another order), twin rmsnorm. y NULL (option norm_lean,
+ * only where kc_rmsnorm_q8_lean_ok): yq alone, the same bits (rmsnorm8_q8_lean_kernel). */
 cudaError_t kc_rmsnorm_q8(const float *x, const float *w, float *y, kc_q8blk *yq, int n, float eps, cudaStream_t st);
+/* kc_rmsnorm_q8's one-pass kernel over this many blocks (1..32, at most one per warp of the row; option norm_split):
+ * each block sums all of x's squares in the one-block order and emits its share: the same bits. Thread-local, as
+ * kc_set_pdl. */
+void kc_set_norm_split(int blocks);
+/* 1 when kc_rmsnorm_q8 takes y = NULL for this width and these pointers (n % 256 == 0, n <= 8192, 16-byte aligned) */
+int kc_rmsnorm_q8_lean_ok(int n, const float *x, const float *w);
 /* twin l2norm: per head y = x * rsqrt(sum(x^2) + 1e-6) * scale. x, y (nh, d); in place allowed. */
 cudaError_t kc_l2norm(const float *x, float *y, int nh, int d, float scale, cudaStream_t st);
 /* twin gated_rmsnorm: y[h] = w * (o[h] * rsqrt(mean(o[h]^2) + eps)) * silu(z[h]).

@@ -639,6 +639,13 @@ static void gdn_step_args(const kc_model *m, const kc_layer *L, float *S, float 
 }
 
 /* dot=q8 input projections: the layer's input norm also quantises its output (rmsnorm_q8) */
+/* the f32 output of a q8 norm (kc_rmsnorm_q8's y): NULL, so that only its q8 blocks are written, where option
+ * norm_lean is on, `unread` says no kernel reads it and the lean kernel takes the width; else buf */
+static float *norm_out(const kc_model *m, int unread, const float *w, float *buf)
+{
+    return m->norm_lean && unread && kc_rmsnorm_q8_lean_ok(m->dm.n_embd, m->x, w) ? NULL : buf;
+}
+
 static int layer_q8_in(kc_model *m, const kc_layer *L)
 {
     return L->type == KESTREL_LAYER_GDN ? q8_path(m, &L->qkv) && q8_path(m, &L->z)
@@ -718,7 +725,10 @@ int kc_layer_step(kc_model *m, int l)
                         kc_matvec_swiglu_q8_rms_ok(&L->ffn_gate, &L->ffn_up, &norm_ff, q8_down);
     if (fold_in) { /* below */
     } else if (q8_in && in_ready) { /* computed by the previous layer's down projection (norm_tail) */
-    } else if (q8_in) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->attn_norm, m->xn, m->xq, D, d->eps, st));
+    } else if (q8_in) /* option norm_lean: an attention layer's projections read xq alone (a GDN layer's gdn_prep or
+                         * beta/alpha GEMV reads xn) */
+        RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->attn_norm, norm_out(m, L->type != KESTREL_LAYER_GDN, L->attn_norm, m->xn),
+                                        m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->attn_norm, m->xn, D, 1, D, d->eps, st));
     if (L->type == KESTREL_LAYER_GDN) {
         const int gi = L->gdn_index, C = d->conv_dim, K = d->conv_k;
@@ -891,7 +901,8 @@ int kc_layer_step(kc_model *m, int l)
         goto cleanup;
     }
     if (q8_ff && ff_ready) { /* computed by the out projection's tail (norm_tail) */
-    } else if (q8_ff) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->post_norm, m->xn, m->xq, D, d->eps, st));
+    } else if (q8_ff) /* every FFN form below reads xq alone */
+        RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, L->post_norm, norm_out(m, 1, L->post_norm, m->xn), m->xq, D, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, D, L->post_norm, m->xn, D, 1, D, d->eps, st));
     if (m->ffn_fused == 2 && q8_ff && q8_down && kc_ffn_ring_supported(&L->ffn_gate, &L->ffn_up, &L->ffn_down)) {
         /* one launch, the weights of both phases through one ring per SM */
@@ -935,7 +946,9 @@ int kc_model_head(kc_model *m, int want_logits)
     const int ready = m->norm_ready; /* computed by the last down projection's tail (norm_tail) */
     m->norm_ready = 0;
     if (q8_head && ready) {
-    } else if (q8_head) RUN("rmsnorm_q8", kc_rmsnorm_q8(m->x, m->out_norm, m->xf, m->xq, d->n_embd, d->eps, st));
+    } else if (q8_head) /* the head reads xq alone */
+        RUN("rmsnorm_q8",
+            kc_rmsnorm_q8(m->x, m->out_norm, norm_out(m, 1, m->out_norm, m->xf), m->xq, d->n_embd, d->eps, st));
     else RUN("rmsnorm", kc_rmsnorm(m->x, d->n_embd, m->out_norm, m->xf, d->n_embd, 1, d->n_embd, d->eps, st));
     if (want_logits) {
         const kc_mat *W[1] = {&m->lm_head};
@@ -958,6 +971,7 @@ static int step_body(kc_model *m, int want_logits, int capture)
     kc_set_pdl(m->pdl);
     kc_set_carveout(m->carveout);
     kc_set_q8t_half(m->q8t_half);
+    kc_set_norm_split(m->norm_split);
     kc_set_q8t_bch(m->q8t_bch);
     m->step_logits = want_logits;
     m->norm_ready = 0;

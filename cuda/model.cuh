@@ -118,6 +118,8 @@ typedef struct kc_model {
                                * auto (kvc_sp) */
     int attn_kvc_push;        /* option attn_kvc_push: those steps merge the blocks' partials by push (one barrier) */
     int attn_cl_push;         /* option attn_cl_push: the cluster by q head (attention_short_cl) merges by push */
+    int norm_lean;            /* option norm_lean: norms whose f32 output no kernel reads write only the q8 blocks */
+    int norm_split;           /* option norm_split: kc_set_norm_split for every step */
     kc_tmap *kv_tmap;         /* (n_attn, 2) each attention layer's K and V cache tensor maps, built at first use */
     size_t pf_bytes;          /* option pf_next: bytes of the next GEMV's weights each q8 GEMV prefetches (0 off) */
     int step_logits;          /* the step being issued ends with the lm_head (next GEMV after the last layer) */

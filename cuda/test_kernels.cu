@@ -410,6 +410,55 @@ static void test_q8(void)
                "bitexact: %zu/%d blocks unequal", r, n_unequal_blocks(got, ref, nb), nb);
             free(yr);
         }
+        /* the lean form (option norm_lean: y = NULL, rmsnorm8_q8_lean_kernel): the same q8 blocks, y untouched; a
+         * width the lean kernel does not take is refused, not run by another kernel */
+        {
+            kc_q8blk *dq2 = (kc_q8blk *)dnew(nb * sizeof(kc_q8blk));
+            poison(dq2, nb * sizeof(kc_q8blk));
+            T_CK(cudaMemset(dy, 0x5a, n * 4));
+            T_CK(kc_rmsnorm_q8(dx, dw, NULL, dq2, n, 1e-6f, 0));
+            kc_q8blk *lean = get_q8(dq2, nb), *full = get_q8(dq, nb);
+            float *y5 = hnew(n);
+            get_f(y5, dy, n);
+            size_t touched = 0;
+            for (int i = 0; i < n; i++) {
+                uint32_t u;
+                memcpy(&u, y5 + i, 4);
+                touched += u != 0x5a5a5a5au;
+            }
+            const int refused = kc_rmsnorm_q8(dx, dw, NULL, dq2, n - 224, 1e-6f, 0) == cudaErrorInvalidValue &&
+                                !kc_rmsnorm_q8_lean_ok(n - 224, dx, dw) && kc_rmsnorm_q8_lean_ok(n, dx, dw);
+            ok(memcmp(lean, full, nb * sizeof(kc_q8blk)) == 0 && touched == 0 && refused,
+               "bitexact rmsnorm_q8 lean (y NULL, option norm_lean) vs rmsnorm_q8: yq %s, y buffer %zu values written, "
+               "n=%d refused: %s", memcmp(lean, full, nb * sizeof(kc_q8blk)) ? "differs" : "equal", touched, n - 224,
+               refused ? "yes" : "no");
+            /* option norm_split: over 2, 3, 5, 8, 20 blocks (32: clamped to the row's 20 warps; 64: out of range, one
+             * block), with y and without: y and yq bit for bit the one-block kernel's */
+            size_t split_bad = 0;
+            const int splits[7] = {2, 3, 5, 8, 20, 32, 64};
+            for (int si = 0; si < 7; si++) {
+                kc_set_norm_split(splits[si]);
+                poison(dq2, nb * sizeof(kc_q8blk));
+                poison(dy, n * 4);
+                T_CK(kc_rmsnorm_q8(dx, dw, dy, dq2, n, 1e-6f, 0));
+                get_f(y5, dy, n);
+                kc_q8blk *sq = get_q8(dq2, nb);
+                split_bad += n_unequal(y5, y2, n) + (memcmp(sq, full, nb * sizeof(kc_q8blk)) != 0);
+                free(sq);
+                poison(dq2, nb * sizeof(kc_q8blk));
+                T_CK(kc_rmsnorm_q8(dx, dw, NULL, dq2, n, 1e-6f, 0));
+                sq = get_q8(dq2, nb);
+                split_bad += memcmp(sq, full, nb * sizeof(kc_q8blk)) != 0;
+                free(sq);
+            }
+            kc_set_norm_split(1);
+            ok(split_bad == 0, "bitexact rmsnorm_q8 over 2, 3, 5, 8, 20, 32 (clamped to 20) and 64 (refused: 1) blocks (option norm_split), y and lean, vs "
+               "one block: %zu unequal", split_bad);
+            free(lean);
+            free(full);
+            free(y5);
+            cudaFree(dq2);
+        }
         free(got);
         /* the general kernel (n = 5120 + 32: not a multiple of 256) quantises bit-identically too */
         {

@@ -46,12 +46,12 @@ is "" "$bad" "options: every listed word is accepted (the open goes on to the de
 # the short attention's numeric options (issue 6 v20): out of range refused by name, exit 2; their
 # ends accepted
 bad=""
-for kv in attn_short=4097 attn_cl=2147483648 attn_clsize=1 attn_clsize=9 delta_pf=2 q8t_wu=3 delta_trig=4 prep_early=3 attn_early=2 q8t_half=2 q8t_bch=2 attn_fuse=4 attn_kvc=1 attn_kvc=17 attn_kvc_from=2147483648 attn_kvc_tm=2 attn_kvc_to=2147483648 attn_kvc_sp=0 attn_kvc_sp=33 attn_kvc_push=2 attn_cl_push=2; do
+for kv in attn_short=4097 attn_cl=2147483648 attn_clsize=1 attn_clsize=9 delta_pf=2 q8t_wu=3 delta_trig=4 prep_early=3 attn_early=2 q8t_half=2 q8t_bch=2 attn_fuse=4 attn_kvc=1 attn_kvc=17 attn_kvc_from=2147483648 attn_kvc_tm=2 attn_kvc_to=2147483648 attn_kvc_sp=0 attn_kvc_sp=33 attn_kvc_push=2 attn_cl_push=2 norm_lean=2 norm_split=0 norm_split=33; do
     case $(opened "$kv") in "2|kestrel-eval: options: unknown key or bad value '$kv' ("*) ;; *) bad="$bad $kv" ;; esac
 done
-is "" "$bad" "options: attn_short, attn_cl, attn_clsize, delta_pf, q8t_wu, delta_trig, prep_early, attn_early, q8t_half, q8t_bch, attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_tm, attn_kvc_to, attn_kvc_sp, attn_kvc_push, attn_cl_push out of range: exit 2 naming the pair"
+is "" "$bad" "options: attn_short, attn_cl, attn_clsize, delta_pf, q8t_wu, delta_trig, prep_early, attn_early, q8t_half, q8t_bch, attn_fuse, attn_kvc, attn_kvc_from, attn_kvc_tm, attn_kvc_to, attn_kvc_sp, attn_kvc_push, attn_cl_push, norm_lean, norm_split out of range: exit 2 naming the pair"
 bad=""
-for kv in attn_short=0 attn_short=4096 attn_cl=0 attn_cl=2147483647 attn_clsize=2 attn_clsize=8 delta_pf=0 delta_pf=1 q8t_wu=0 q8t_wu=2 delta_trig=0 delta_trig=3 prep_early=0 prep_early=2 attn_early=0 attn_early=1 q8t_half=0 q8t_half=1 q8t_bch=0 q8t_bch=1 attn_fuse=0 attn_fuse=3 attn_kvc=0 attn_kvc=2 attn_kvc=16 attn_kvc_from=0 attn_kvc_from=2147483647 attn_kvc_tm=0 attn_kvc_tm=1 attn_kvc_to=0 attn_kvc_to=2147483647 attn_kvc_sp=1 attn_kvc_sp=32 attn_kvc=auto attn_kvc_sp=auto attn_kvc_sp=auto,attn_kvc_tm=0 attn_kvc=auto,attn_kvc_sp=1 attn_kvc_push=0 attn_kvc_push=1 attn_cl_push=0 attn_cl_push=1; do
+for kv in attn_short=0 attn_short=4096 attn_cl=0 attn_cl=2147483647 attn_clsize=2 attn_clsize=8 delta_pf=0 delta_pf=1 q8t_wu=0 q8t_wu=2 delta_trig=0 delta_trig=3 prep_early=0 prep_early=2 attn_early=0 attn_early=1 q8t_half=0 q8t_half=1 q8t_bch=0 q8t_bch=1 attn_fuse=0 attn_fuse=3 attn_kvc=0 attn_kvc=2 attn_kvc=16 attn_kvc_from=0 attn_kvc_from=2147483647 attn_kvc_tm=0 attn_kvc_tm=1 attn_kvc_to=0 attn_kvc_to=2147483647 attn_kvc_sp=1 attn_kvc_sp=32 attn_kvc=auto attn_kvc_sp=auto attn_kvc_sp=auto,attn_kvc_tm=0 attn_kvc=auto,attn_kvc_sp=1 attn_kvc_push=0 attn_kvc_push=1 attn_cl_push=0 attn_cl_push=1 norm_lean=0 norm_lean=1 norm_split=1 norm_split=32; do
     case $(opened "$kv") in *"options:"*) bad="$bad $kv" ;; esac
 done
 is "" "$bad" "options: their range ends are accepted, attn_kvc and attn_kvc_sp also auto (attn_kvc_tm=0 alone too: attn_kvc_sp auto is 1 then) (the open goes on to the device)"

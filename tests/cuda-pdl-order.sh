@@ -25,7 +25,7 @@ plan 6
 # Kernels launched with <<< >>> (no PDL attribute): exempt.
 EXEMPT=$(sed -n 's/^[[:space:]]*\([A-Za-z_][A-Za-z0-9_]*\)<<<.*/\1/p' "$top_srcdir/cuda/kernels.cu" | sort -u | tr '\n' ' ')
 
-EARLY="matvec_q8x_kernel matvec_swiglu_q8x_kernel matvec_q8xs_kernel ffn_q8_kernel ffn_ring_kernel rmsnorm8_q8_kernel gdn_prep_kernel attn_prep_kernel attention_short_prep_kernel attention_short_cl_prep_kernel attention_kvc_kernel attention_kvct_kernel attention_kvcx_kernel attention_short_cl_prep_push_kernel attention_kvc_push_kernel attention_kvct_push_kernel attention_kvcx_push_kernel matvec_q8t_kernel matvec_q8t_bc_kernel matvec_swiglu_q8t_kernel delta_step_kernel delta_step_pf_kernel delta_step_trig_kernel"
+EARLY="matvec_q8x_kernel matvec_swiglu_q8x_kernel matvec_q8xs_kernel ffn_q8_kernel ffn_ring_kernel rmsnorm8_q8_kernel rmsnorm8_q8_lean_kernel rmsnorm8_q8_split_kernel gdn_prep_kernel attn_prep_kernel attention_short_prep_kernel attention_short_cl_prep_kernel attention_kvc_kernel attention_kvct_kernel attention_kvcx_kernel attention_short_cl_prep_push_kernel attention_kvc_push_kernel attention_kvct_push_kernel attention_kvcx_push_kernel matvec_q8t_kernel matvec_q8t_bc_kernel matvec_swiglu_q8t_kernel delta_step_kernel delta_step_pf_kernel delta_step_trig_kernel"
 
 # check PTX: one line per offending kernel ("name: no griddepcontrol.wait" or "name: N global
 # accesses before griddepcontrol.wait"); exempt names are matched against the mangled entry name.

@@ -366,7 +366,17 @@ run_checks() {
     same_bits "$w27" "pdl=0" "pdl=0,attn_fuse=0" || all=1
     same_bits "$w27" "graph=0" "graph=0,attn_fuse=0" || all=1
     same_bits "$w27" "attn_short=4" "attn_short=4,attn_fuse=0" || all=1
-    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf, prep_early, attn_early, q8t_half, q8t_bch, attn_fuse" $all
+    note "- norm_lean, norm_split (v43, the defaults 1 and 8: the norms whose f32 output no kernel reads write only their q8 blocks; the q8 norms over 8 blocks, each emitting its share): the default vs the kernels before (norm_lean=0,norm_split=1), each alone, split 2 and 20 (one block per warp), and with pdl=0, graph=0, norm_tail=1 and rms_fold=ffn beside them"
+    same_bits "$w27" "" "norm_lean=0,norm_split=1" || all=1
+    same_bits "$w27" "" "norm_lean=0" || all=1
+    same_bits "$w27" "" "norm_split=1" || all=1
+    same_bits "$w27" "" "norm_split=2" || all=1
+    same_bits "$w27" "" "norm_split=20" || all=1
+    same_bits "$w27" "pdl=0" "pdl=0,norm_lean=0,norm_split=1" || all=1
+    same_bits "$w27" "graph=0" "graph=0,norm_lean=0,norm_split=1" || all=1
+    same_bits "$w27" "norm_tail=1" "norm_tail=1,norm_lean=0,norm_split=1" || all=1
+    same_bits "$w27" "rms_fold=ffn" "rms_fold=ffn,norm_lean=0,norm_split=1" || all=1
+    verdict "engine_diff 27B-wide gdn=fused, q8gemv=tma, attn, delta_trig/delta_pf, prep_early, attn_early, q8t_half, q8t_bch, attn_fuse, norm_lean, norm_split" $all
     rm -f "$w27"
 
     # profile=trace is a build of its own (kernels with the marks): the default library refuses it
