@@ -638,7 +638,6 @@ static void gdn_step_args(const kc_model *m, const kc_layer *L, float *S, float 
     a->D = d->n_embd;
 }
 
-/* dot=q8 input projections: the layer's input norm also quantises its output (rmsnorm_q8) */
 /* the f32 output of a q8 norm (kc_rmsnorm_q8's y): NULL, so that only its q8 blocks are written, where option
  * norm_lean is on, `unread` says no kernel reads it and the lean kernel takes the width; else buf */
 static float *norm_out(const kc_model *m, int unread, const float *w, float *buf)
@@ -646,6 +645,7 @@ static float *norm_out(const kc_model *m, int unread, const float *w, float *buf
     return m->norm_lean && unread && kc_rmsnorm_q8_lean_ok(m->dm.n_embd, m->x, w) ? NULL : buf;
 }
 
+/* dot=q8 input projections: the layer's input norm also quantises its output (rmsnorm_q8) */
 static int layer_q8_in(kc_model *m, const kc_layer *L)
 {
     return L->type == KESTREL_LAYER_GDN ? q8_path(m, &L->qkv) && q8_path(m, &L->z)
