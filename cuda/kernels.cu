@@ -1527,31 +1527,36 @@ cudaError_t kc_rmsnorm(const float *x, int xs, const float *w, float *y, int ys,
  * WY = 0 (rmsnorm8_q8_lean_kernel): y not written, the q8 blocks the same bits. */
 template <int WY>
 __device__ __forceinline__ void rmsnorm8_q8_body(const float *__restrict__ x, const float *__restrict__ w,
-                                                 float *__restrict__ y, kc_q8blk *__restrict__ yq, int n, float eps)
+                                                 float *__restrict__ y, kc_q8blk *__restrict__ yq, int n, float eps,
+                                                 int mine /* this thread's warp emits (the split form's share) */)
 {
     __shared__ float sh[32];
     const int t = threadIdx.x;
     /* the norm's weights before the PDL wait: they never change during a run, so their round trip
      * overlaps the predecessor's tail (the x-stationary GEMVs' rule, docs/cuda-engine.md "PDL") */
-    const float4 wa = __ldg((const float4 *)w + 2 * t), wb = __ldg((const float4 *)w + 2 * t + 1);
+    float4 wa = make_float4(0.0f, 0.0f, 0.0f, 0.0f), wb = wa;
+    if (mine) {
+        wa = __ldg((const float4 *)w + 2 * t);
+        wb = __ldg((const float4 *)w + 2 * t + 1);
+    }
     kc_pdl_begin();
     /* x is the previous kernel's output: ld.global.ca, not the read-only path (PDL; q8x_load_x) */
     const float4 a = __ldca((const float4 *)x + 2 * t), b = __ldca((const float4 *)x + 2 * t + 1);
     const float ss = block_sum(rms8_sumsq(a, b), sh);
     const float inv = rsqrtf(ss / (float)n + eps);
-    rms8_emit_t<WY>(a, b, wa, wb, inv, t, y, yq);
+    if (mine) rms8_emit_t<WY>(a, b, wa, wb, inv, t, y, yq); /* whole warps: the q8 groups' shuffles stay inside */
 }
 __global__ void rmsnorm8_q8_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
                                    kc_q8blk *__restrict__ yq, int n, float eps)
 {
-    rmsnorm8_q8_body<1>(x, w, y, yq, n, eps);
+    rmsnorm8_q8_body<1>(x, w, y, yq, n, eps, 1);
 }
 /* x (n,) -> yq (n/32,) only (option norm_lean: where no kernel reads the f32 output, its 4n bytes of stores are
  * left out of the norm's tail, which the next GEMV's PDL wait waits for) */
 __global__ void rmsnorm8_q8_lean_kernel(const float *__restrict__ x, const float *__restrict__ w,
                                         kc_q8blk *__restrict__ yq, int n, float eps)
 {
-    rmsnorm8_q8_body<0>(x, w, (float *)NULL, yq, n, eps);
+    rmsnorm8_q8_body<0>(x, w, (float *)NULL, yq, n, eps, 1);
 }
 
 /* rmsnorm8_q8 over gridDim.x blocks (option norm_split): every block loads all of x and sums the n squares in the
@@ -1562,19 +1567,8 @@ template <int WY>
 __global__ void rmsnorm8_q8_split_kernel(const float *__restrict__ x, const float *__restrict__ w, float *__restrict__ y,
                                          kc_q8blk *__restrict__ yq, int n, float eps)
 {
-    __shared__ float sh[32];
-    const int t = threadIdx.x, warp = t >> 5, nw = blockDim.x >> 5;
-    const int mine = warp >= (int)blockIdx.x * nw / (int)gridDim.x && warp < ((int)blockIdx.x + 1) * nw / (int)gridDim.x;
-    float4 wa = make_float4(0.0f, 0.0f, 0.0f, 0.0f), wb = wa;
-    if (mine) { /* the norm's weights before the PDL wait, as rmsnorm8_q8_body: only the block's share */
-        wa = __ldg((const float4 *)w + 2 * t);
-        wb = __ldg((const float4 *)w + 2 * t + 1);
-    }
-    kc_pdl_begin();
-    const float4 a = __ldca((const float4 *)x + 2 * t), b = __ldca((const float4 *)x + 2 * t + 1);
-    const float ss = block_sum(rms8_sumsq(a, b), sh);
-    const float inv = rsqrtf(ss / (float)n + eps);
-    if (mine) rms8_emit_t<WY>(a, b, wa, wb, inv, t, y, yq); /* whole warps: the q8 groups' shuffles stay inside */
+    const int warp = threadIdx.x >> 5, nw = blockDim.x >> 5, b = blockIdx.x, nb = gridDim.x;
+    rmsnorm8_q8_body<WY>(x, w, y, yq, n, eps, warp >= b * nw / nb && warp < (b + 1) * nw / nb);
 }
 
 static __thread int g_norm_split = 1; /* kc_set_norm_split */
@@ -1589,16 +1583,17 @@ cudaError_t kc_rmsnorm_q8(const float *x, const float *w, float *y, kc_q8blk *yq
 {
     if (n <= 0 || n % 32) return cudaErrorInvalidValue;
     const int split = g_norm_split <= n / 256 ? g_norm_split : n / 256; /* at most one block per warp */
-    if (!y) { /* the lean form: the fast kernel's shapes only */
-        if (!yq || !kc_rmsnorm_q8_lean_ok(n, x, w)) return cudaErrorInvalidValue;
-        if (split > 1) kc_launch(rmsnorm8_q8_split_kernel<0>, split, n / 8, 0, st, x, w, y, yq, n, eps);
+    const int fast = kc_rmsnorm_q8_lean_ok(n, x, w) && (uintptr_t)y % 16 == 0; /* the one-pass kernels' shapes */
+    if (!y && (!yq || !fast)) return cudaErrorInvalidValue; /* the lean form: those shapes only */
+    if (fast && split > 1) {
+        if (y) kc_launch(rmsnorm8_q8_split_kernel<1>, split, n / 8, 0, st, x, w, y, yq, n, eps);
+        else kc_launch(rmsnorm8_q8_split_kernel<0>, split, n / 8, 0, st, x, w, y, yq, n, eps);
+    } else if (fast) {
+        if (y) kc_launch(rmsnorm8_q8_kernel, 1, n / 8, 0, st, x, w, y, yq, n, eps);
         else kc_launch(rmsnorm8_q8_lean_kernel, 1, n / 8, 0, st, x, w, yq, n, eps);
-    } else if (n % 256 == 0 && n / 8 <= 1024 && ((uintptr_t)x | (uintptr_t)w | (uintptr_t)y) % 16 == 0) {
-        if (split > 1) kc_launch(rmsnorm8_q8_split_kernel<1>, split, n / 8, 0, st, x, w, y, yq, n, eps);
-        else kc_launch(rmsnorm8_q8_kernel, 1, n / 8, 0, st, x, w, y, yq, n, eps);
-    }
-    else
+    } else {
         kc_launch(rmsnorm_kernel, 1, norm_threads(n), 0, st, x, n, w, y, n, n, eps, yq);
+    }
     return cudaGetLastError();
 }
 
