@@ -3,10 +3,10 @@
 # results/perf-h200 (not the KEEP folder, not untracked files) into the stash and the size that would travel
 # drops by their bytes; `back` restores them byte for byte and removes the stash; a second `out`, a `back` with
 # no stash or with a clashing file exit 2 with one line and move nothing; a stash that lost a file is made whole
-# from git; `size` counts tracked, untracked-not-ignored and carried files and says "over" past 64 MiB (exit 1).
+# from git; `txz` packs .carry/gpu-check (and refuses without a pack); `size` counts tracked, untracked-not-ignored and carried files and says "over" past 64 MiB (exit 1).
 . "$top_srcdir/tests/lib.sh"
 command -v git >/dev/null 2>&1 || skip_all "no git"
-plan 22
+plan 25
 TOOL=$top_srcdir/tools/device_tree.sh
 R=$T/repo
 export DEVICE_TREE_STASH=$T/stash
@@ -64,6 +64,15 @@ rm "$T/stash/results/perf-h200/perf-a.db.xz"
 dt back
 is 0 "$RC" "back from a stash that lost a file: exit 0 ($ERR)"
 is "$sum0" "$(cd "$R" && sha256sum results/cuda-check/gpu-a.db.xz results/perf-h200/perf-a.db.xz)" "back: the lost file checked out from git"
+
+dt txz
+is 2 "$RC" "txz without a pack: exit 2"
+mkdir -p "$R/.carry/gpu-check/bin" && printf '#!/bin/sh\n' >"$R/.carry/gpu-check/bin/kestrel-eval" &&
+    chmod +x "$R/.carry/gpu-check/bin/kestrel-eval" &&
+    printf 'ignored/\n.carry/\n' >"$R/.gitignore"
+dt txz
+is 0 "$RC" "txz: exit 0 ($ERR)"
+is "gpu-check/bin/kestrel-eval" "$(tar -tJf "$R/.carry/gc.txz" 2>/dev/null | grep kestrel-eval)" "txz: the pack in .carry/gc.txz"
 
 head -c 67108864 /dev/zero >"$R/results/perf-h200/dev-v9/3-huge.bin"
 dt size
