@@ -23,11 +23,27 @@
  * blocks cannot be resident beside them — the TMA GEMVs' case).
  *
  * Usage: bench_sync  (prints one TSV line per variant: grid, threads, n, smem, us per link)
+ *
+ * bench_sync roundtrip [LINKS]: what the host round trip of one decode step costs (PERF-NOTES "After v44"
+ * item 3). decode-bench times each forward() from the host: at T = 1 the engine uploads the token (4 bytes,
+ * pageable), zeroes the step's ticket counter (a 4-byte memset), launches the step's graph, reads the argmax back
+ * (4 bytes, pageable) and synchronises; the GPU idles from the step's end until the next graph starts. A chain
+ * of LINKS (default 512, the 27B step's launch count) PDL kernels of one wave in one graph stands for the step;
+ * each variant runs 200 timed iterations (CLOCK_MONOTONIC around each, as decode-bench), median and MAD:
+ *   queued          8 replays launched back to back, one synchronise, per replay: the GPU's time for the chain
+ *                   with no host in between (the base)
+ *   launch_sync     graph launch, synchronise
+ *   pinned_nomemset pinned upload, graph launch, pinned readback, synchronise
+ *   pinned          pinned upload, memset, graph launch, pinned readback, synchronise
+ *   engine          pageable upload, memset, graph launch, pageable readback, synchronise (the engine today)
+ * and each one's excess over the chain alone (queued less its 1/8 share of launch_sync's round trip): the host
+ * round trip that variant adds per token.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <algorithm>
 #include <vector>
 
@@ -43,7 +59,8 @@
 enum { V_STREAM, V_PDL, V_FLAG, V_NOSYNC, V_COUNT };
 static const char *const VNAME[V_COUNT] = {"stream", "pdl", "flag", "nosync"};
 
-#define CHAIN 128 /* kernels per graph */
+#define CHAIN_MAX 512 /* kernels per graph at most */
+static int CHAIN = 128; /* kernels per graph (roundtrip: LINKS) */
 #define REPS 15   /* timed graph replays */
 
 typedef struct link_args {
@@ -170,8 +187,90 @@ static int time_chain(int mode, int grid, int threads, int n, int smem, float *b
     return 0;
 }
 
-int main(void)
+static double mono_us(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+enum { RT_QUEUED, RT_LAUNCH_SYNC, RT_PINNED_NOMEMSET, RT_PINNED, RT_ENGINE, RT_COUNT };
+static const char *const RTNAME[RT_COUNT] = {"queued", "launch_sync", "pinned_nomemset", "pinned", "engine"};
+#define RT_ITERS 200
+#define RT_QUEUE 8
+
+/* one iteration of variant v; tok_h/arg_h pageable (engine) or pinned, tok_d/arg_d/idx_d on the device */
+static int rt_once(int v, cudaGraphExec_t ge, cudaStream_t st, int *tok_h, int *arg_h, int *tok_d, int *arg_d,
+                   int *idx_d)
+{
+    if (v == RT_QUEUED) {
+        for (int q = 0; q < RT_QUEUE; q++) CK(cudaGraphLaunch(ge, st));
+    } else {
+        if (v != RT_LAUNCH_SYNC) CK(cudaMemcpyAsync(tok_d, tok_h, sizeof(int), cudaMemcpyHostToDevice, st));
+        if (v == RT_PINNED || v == RT_ENGINE) CK(cudaMemsetAsync(idx_d, 0, sizeof(int), st));
+        CK(cudaGraphLaunch(ge, st));
+        if (v != RT_LAUNCH_SYNC) CK(cudaMemcpyAsync(arg_h, arg_d, sizeof(int), cudaMemcpyDeviceToHost, st));
+    }
+    CK(cudaStreamSynchronize(st));
+    return 0;
+}
+
+static int roundtrip(int links, cudaStream_t st, float *buf0, float *buf1, unsigned *cnt, int sms)
+{
+    CHAIN = links;
+    cudaGraphExec_t ge;
+    if (build_graph(V_PDL, sms, 256, 5120, 0, buf0, buf1, cnt, st, &ge)) return 1;
+    int *dev, *pin;
+    static int page[2]; /* pageable: token, argmax */
+    CK(cudaMalloc(&dev, 3 * sizeof(int)));
+    CK(cudaHostAlloc(&pin, 2 * sizeof(int), cudaHostAllocDefault));
+    printf("# roundtrip: %d PDL links of %d blocks x 256 threads per graph, %d iterations per variant; "
+           "variants interleaved in 5 rounds (order as listed)\n", links, sms, RT_ITERS);
+    printf("variant\tus_median\tus_mad\texcess_over_chain_us\n");
+    std::vector<double> t[RT_COUNT];
+    for (int w = 0; w < 20; w++)
+        for (int v = 0; v < RT_COUNT; v++)
+            if (rt_once(v, ge, st, page, page + 1, dev, dev + 1, dev + 2)) return 1;
+    /* rounds: each variant's samples spread over the whole run, so a drift of the clocks touches all alike */
+    for (int r = 0; r < 5; r++)
+        for (int v = 0; v < RT_COUNT; v++) {
+            const int engine = v == RT_ENGINE || v == RT_LAUNCH_SYNC;
+            for (int i = 0; i < RT_ITERS / 5; i++) {
+                const double t0 = mono_us();
+                if (rt_once(v, ge, st, engine ? page : pin, engine ? page + 1 : pin + 1, dev, dev + 1, dev + 2))
+                    return 1;
+                t[v].push_back((mono_us() - t0) / (v == RT_QUEUED ? RT_QUEUE : 1));
+            }
+        }
+    double med[RT_COUNT], mad[RT_COUNT];
+    for (int v = 0; v < RT_COUNT; v++) {
+        std::vector<double> s = t[v];
+        std::sort(s.begin(), s.end());
+        med[v] = s[s.size() / 2];
+        for (double &x : s) x = x > med[v] ? x - med[v] : med[v] - x;
+        std::sort(s.begin(), s.end());
+        mad[v] = s[s.size() / 2];
+    }
+    /* queued still carries 1/RT_QUEUE of launch_sync's round trip r: queued = G + r / Q, launch_sync = G + r,
+     * so G = queued - (launch_sync - queued) / (Q - 1); each variant's excess is over G, the chain alone */
+    const double g = med[RT_QUEUED] - (med[RT_LAUNCH_SYNC] - med[RT_QUEUED]) / (RT_QUEUE - 1);
+    for (int v = 0; v < RT_COUNT; v++)
+        printf("%s\t%.2f\t%.2f\t%.2f\n", RTNAME[v], med[v], mad[v], med[v] - g);
+    printf("# the chain alone (G): %.2f us\n", g);
+    CK(cudaFreeHost(pin));
+    CK(cudaFree(dev));
+    CK(cudaGraphExecDestroy(ge));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const int rt = argc > 1 && !strcmp(argv[1], "roundtrip");
+    const int links = rt && argc > 2 ? atoi(argv[2]) : 512;
+    if ((argc > 1 && !rt) || links < 1 || links > CHAIN_MAX || argc > 3) {
+        fprintf(stderr, "usage: bench_sync [roundtrip [LINKS (1..%d, default 512)]]\n", CHAIN_MAX);
+        return 2;
+    }
     cudaDeviceProp p;
     CK(cudaGetDeviceProperties(&p, 0));
     const int sms = p.multiProcessorCount;
@@ -183,8 +282,9 @@ int main(void)
     unsigned *cnt;
     CK(cudaMalloc(&buf0, NMAX * sizeof(float)));
     CK(cudaMalloc(&buf1, NMAX * sizeof(float)));
-    CK(cudaMalloc(&cnt, CHAIN * sizeof(unsigned)));
+    CK(cudaMalloc(&cnt, CHAIN_MAX * sizeof(unsigned)));
     printf("device\t%s\tsms\t%d\n", p.name, sms);
+    if (rt) return roundtrip(links, st, buf0, buf1, cnt, sms);
     printf("grid\tthreads\tn\tsmem_kb\tvariant\tus_per_link\tsame_as_stream\n");
     const int grids[] = {sms, 2 * sms, 4 * sms};
     const int ns[] = {0, 256, 5120, 17408}; /* 0: no read of x (the dependency alone) */
