@@ -199,10 +199,11 @@ static const char *const RTNAME[RT_COUNT] = {"queued", "launch_sync", "pinned_no
 #define RT_ITERS 200
 #define RT_QUEUE 8
 
-/* one iteration of variant v; tok_h/arg_h pageable (engine) or pinned, tok_d/arg_d/idx_d on the device */
-static int rt_once(int v, cudaGraphExec_t ge, cudaStream_t st, int *tok_h, int *arg_h, int *tok_d, int *arg_d,
-                   int *idx_d)
+/* one iteration of variant v. page, pin: (2,) host token and argmax, pageable and pinned (engine copies from and to
+ * page, the pinned variants pin); dev: (3,) device token, argmax and the counter the memset zeroes */
+static int rt_once(int v, cudaGraphExec_t ge, cudaStream_t st, int *page, int *pin, int *dev)
 {
+    int *tok_h = v == RT_ENGINE ? page : pin, *arg_h = tok_h + 1, *tok_d = dev, *arg_d = dev + 1, *idx_d = dev + 2;
     if (v == RT_QUEUED) {
         for (int q = 0; q < RT_QUEUE; q++) CK(cudaGraphLaunch(ge, st));
     } else {
@@ -230,15 +231,13 @@ static int roundtrip(int links, cudaStream_t st, float *buf0, float *buf1, unsig
     std::vector<double> t[RT_COUNT];
     for (int w = 0; w < 20; w++)
         for (int v = 0; v < RT_COUNT; v++)
-            if (rt_once(v, ge, st, page, page + 1, dev, dev + 1, dev + 2)) return 1;
+            if (rt_once(v, ge, st, page, pin, dev)) return 1;
     /* rounds: each variant's samples spread over the whole run, so a drift of the clocks touches all alike */
     for (int r = 0; r < 5; r++)
         for (int v = 0; v < RT_COUNT; v++) {
-            const int engine = v == RT_ENGINE || v == RT_LAUNCH_SYNC;
             for (int i = 0; i < RT_ITERS / 5; i++) {
                 const double t0 = mono_us();
-                if (rt_once(v, ge, st, engine ? page : pin, engine ? page + 1 : pin + 1, dev, dev + 1, dev + 2))
-                    return 1;
+                if (rt_once(v, ge, st, page, pin, dev)) return 1;
                 t[v].push_back((mono_us() - t0) / (v == RT_QUEUED ? RT_QUEUE : 1));
             }
         }
@@ -266,8 +265,10 @@ static int roundtrip(int links, cudaStream_t st, float *buf0, float *buf1, unsig
 int main(int argc, char **argv)
 {
     const int rt = argc > 1 && !strcmp(argv[1], "roundtrip");
-    const int links = rt && argc > 2 ? atoi(argv[2]) : 512;
-    if ((argc > 1 && !rt) || links < 1 || links > CHAIN_MAX || argc > 3) {
+    char *end = NULL;
+    const long links = rt && argc > 2 ? strtol(argv[2], &end, 10) : 512;
+    const int not_number = end && (end == argv[2] || *end); /* "8x", "" */
+    if ((argc > 1 && !rt) || not_number || links < 1 || links > CHAIN_MAX || argc > 3) {
         fprintf(stderr, "usage: bench_sync [roundtrip [LINKS (1..%d, default 512)]]\n", CHAIN_MAX);
         return 2;
     }
@@ -284,7 +285,7 @@ int main(int argc, char **argv)
     CK(cudaMalloc(&buf1, NMAX * sizeof(float)));
     CK(cudaMalloc(&cnt, CHAIN_MAX * sizeof(unsigned)));
     printf("device\t%s\tsms\t%d\n", p.name, sms);
-    if (rt) return roundtrip(links, st, buf0, buf1, cnt, sms);
+    if (rt) return roundtrip((int)links, st, buf0, buf1, cnt, sms);
     printf("grid\tthreads\tn\tsmem_kb\tvariant\tus_per_link\tsame_as_stream\n");
     const int grids[] = {sms, 2 * sms, 4 * sms};
     const int ns[] = {0, 256, 5120, 17408}; /* 0: no read of x (the dependency alone) */

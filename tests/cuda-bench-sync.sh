@@ -5,9 +5,9 @@
 . "$top_srcdir/tests/lib.sh"
 prog=$top_builddir/cuda/bench_sync
 [ -x "$prog" ] || skip_all "CUDA engine not configured (no cuda/bench_sync)"
-plan 9
+plan 10
 
-for a in "roundtrip 0" "roundtrip 513" "roundtrip x" "roundtrip 8 9" "chain"; do
+for a in "roundtrip 0" "roundtrip 513" "roundtrip x" "roundtrip 8x" "roundtrip 8 9" "chain"; do
     # shellcheck disable=SC2086
     run_cmd "$prog" $a
     ok "[ $RC -eq 2 ] && [ -z \"\$OUT\" ] && echo \"\$ERR\" | grep -q '^usage: bench_sync \[roundtrip \[LINKS (1..512'" \
